@@ -1,0 +1,45 @@
+# Couplings and Gibbs samples, one job per realisation.
+
+
+def potts_params(wildcards):
+    return {
+        "seed": CFG["seed"],
+        "realisation": int(wildcards.r),
+        "potts": CFG["potts"],
+        "sampling": CFG["sampling"],
+        "beta_tuning": CFG["beta_tuning"],
+    }
+
+
+rule couplings:
+    output:
+        couplings=f"{RESULTS}/potts/r{{r}}/couplings.h5",
+    params:
+        job=job(lambda wc: {k: v for k, v in potts_params(wc).items() if k in ("seed", "realisation")} | {"potts": CFG["potts"]}),
+        code=source_digest("potts", "stages/potts.py", "artefacts.py", "keys.py"),
+    log:
+        f"{RESULTS}/logs/couplings/r{{r}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/couplings/r{{r}}.tsv"
+    threads: 1
+    shell:
+        stage("couplings")
+
+
+rule sample:
+    input:
+        couplings=rules.couplings.output.couplings,
+    output:
+        samples=f"{RESULTS}/potts/r{{r}}/samples.h5",
+    params:
+        job=job(potts_params),
+        code=source_digest("potts", "stages/potts.py", "artefacts.py", "keys.py"),
+    log:
+        f"{RESULTS}/logs/sample/r{{r}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/sample/r{{r}}.tsv"
+    threads: THREADS
+    resources:
+        **GPU,
+    shell:
+        stage("sample")

@@ -1,0 +1,128 @@
+"""Configuration: JSON-schema validation with defaults, and one-line errors.
+
+The schema (``schemas/config.schema.json``) is the single source of the allowed keys, ranges and
+defaults. ``load_config`` validates a config mapping, fills the defaults and returns a new dict;
+any problem raises ``ConfigError`` whose message is one line naming the key, the value and what
+is allowed.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+SCHEMA_PATH = Path(__file__).resolve().parents[1] / "schemas" / "config.schema.json"
+
+
+class ConfigError(ValueError):
+    """A config value is invalid; the message is one line for the user."""
+
+
+def load_schema() -> dict:
+    return json.loads(SCHEMA_PATH.read_text())
+
+
+def _fill_defaults(schema: dict, instance: dict) -> None:
+    for key, sub in schema.get("properties", {}).items():
+        if key not in instance and "default" in sub:
+            instance[key] = copy.deepcopy(sub["default"])
+        if sub.get("type") == "object" and isinstance(instance.get(key), dict):
+            _fill_defaults(sub, instance[key])
+
+
+def _allowed(schema: dict) -> str:
+    """What a schema node allows, in words."""
+    if "enum" in schema:
+        return "one of " + ", ".join(json.dumps(v) for v in schema["enum"])
+    types = schema.get("type", "value")
+    types = " or ".join(types) if isinstance(types, list) else types
+    bounds = [
+        f"{op} {schema[k]}"
+        for k, op in (("minimum", ">="), ("exclusiveMinimum", ">"), ("maximum", "<="),
+                      ("exclusiveMaximum", "<"))
+        if k in schema
+    ]
+    if "minItems" in schema:
+        bounds.append(f"at least {schema['minItems']} item(s)")
+    return types + (" " + " and ".join(bounds) if bounds else "")
+
+
+def _describe(error: jsonschema.ValidationError) -> str:
+    key = ".".join(str(p) for p in error.absolute_path) or "<top level>"
+    if error.validator == "additionalProperties":
+        allowed = sorted(error.schema.get("properties", {}))
+        unknown = sorted(set(error.instance) - set(allowed))
+        where = key + "." if error.absolute_path else ""
+        return (f"unknown key {', '.join(where + u for u in unknown)}; "
+                f"allowed keys here: {', '.join(allowed)}")
+    value = json.dumps(error.instance) if not isinstance(error.instance, dict) else "{...}"
+    if error.validator == "uniqueItems":
+        return f"{key} = {value}: items must be unique"
+    return f"{key} = {value}: must be {_allowed(error.schema)}"
+
+
+def _check_relations(cfg: dict) -> None:
+    tuning = cfg["beta_tuning"]
+    if tuning["beta_min"] >= tuning["beta_max"]:
+        raise ConfigError(
+            f"beta_tuning.beta_min = {tuning['beta_min']} must be below "
+            f"beta_tuning.beta_max = {tuning['beta_max']}"
+        )
+    rep = cfg["replica"]
+    if rep["alpha_min"] >= rep["alpha_max"]:
+        raise ConfigError(
+            f"replica.alpha_min = {rep['alpha_min']} must be below replica.alpha_max = "
+            f"{rep['alpha_max']}"
+        )
+
+
+def load_config(config: Mapping[str, Any]) -> dict:
+    """Validate ``config`` against the schema, fill defaults, return a new dict."""
+    cfg = copy.deepcopy(dict(config))
+    schema = load_schema()
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(cfg), key=lambda e: (len(e.absolute_path), str(e.path)))
+    if errors:
+        raise ConfigError(_describe(errors[0]))
+    _fill_defaults(schema, cfg)
+    _check_relations(cfg)
+    return cfg
+
+
+def read_config_file(path: str | Path) -> dict:
+    """Load and validate a YAML config file."""
+    try:
+        raw = yaml.safe_load(Path(path).read_text()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc}".replace("\n", " ")) from exc
+    if not isinstance(raw, dict):
+        raise ConfigError(f"config file {path} must hold a mapping of keys, not {type(raw).__name__}")
+    return load_config(raw)
+
+
+def digest(params: Mapping[str, Any]) -> str:
+    """A stable short hash of a JSON-serialisable mapping (the config slice a job depends on)."""
+    blob = json.dumps(params, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def source_digest(*parts: str) -> str:
+    """Hash of the source files under ``workflow_lib/<part>`` (a module file or a subpackage),
+    so that a rule re-runs when, and only when, the code it depends on changes."""
+    root = Path(__file__).resolve().parent
+    files: list[Path] = []
+    for part in parts:
+        target = root / part
+        files += sorted(target.rglob("*.py")) if target.is_dir() else [target]
+    h = hashlib.sha256()
+    for f in files:
+        h.update(str(f.relative_to(root)).encode())
+        h.update(f.read_bytes())
+    return h.hexdigest()[:16]

@@ -1,0 +1,1 @@
+"""Generalised Potts model: couplings, exact conditionals, enumeration and Gibbs sampling."""
