@@ -1,0 +1,56 @@
+"""Config validation: defaults filled, bad values rejected with one line naming key and range."""
+
+import pytest
+import yaml
+
+from tests.conftest import ROOT
+from workflow_lib.config import ConfigError, digest, load_config, read_config_file
+
+
+def test_defaults_are_filled():
+    cfg = load_config({})
+    assert cfg["potts"] == {"L": 20, "C": 20, "U": "gaussian", "beta": None}
+    assert cfg["sampling"]["protocol"] == "single_chain"
+
+
+@pytest.mark.parametrize("path", ["config.yaml", "config/paper.yaml"])
+def test_presets_are_valid(path):
+    read_config_file(ROOT / path)
+
+
+@pytest.mark.parametrize(
+    ("bad", "expected"),
+    [
+        ({"potts": {"L": 1}}, "potts.L = 1: must be integer >= 2"),
+        ({"potts": {"C": 1}}, "potts.C = 1: must be integer >= 2"),
+        ({"potts": {"L": "twenty"}}, 'potts.L = "twenty": must be integer'),
+        ({"potts": {"beta": -0.5}}, "potts.beta = -0.5: must be number or null >= 0"),
+        ({"sampling": {"n_train": 0}}, "sampling.n_train = 0: must be integer >= 1"),
+        ({"sampling": {"protocol": "parallel"}}, 'must be one of "single_chain"'),
+        ({"training": {"architectures": ["gpt"]}}, 'training.architectures.0 = "gpt"'),
+        ({"potts": {"Lx": 3}}, "unknown key potts.Lx; allowed keys here: C, L, U, beta"),
+        ({"sead": 1}, "unknown key sead"),
+        ({"beta_tuning": {"beta_min": 2.0, "beta_max": 1.0}}, "beta_tuning.beta_min = 2.0"),
+    ],
+)
+def test_bad_values_give_one_line(bad, expected):
+    with pytest.raises(ConfigError) as info:
+        load_config(bad)
+    message = str(info.value)
+    assert expected in message
+    assert "\n" not in message
+
+
+def test_unreadable_file(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("potts: [unclosed")
+    with pytest.raises(ConfigError, match="cannot read config file"):
+        read_config_file(path)
+    path.write_text(yaml.safe_dump([1, 2]))
+    with pytest.raises(ConfigError, match="must hold a mapping"):
+        read_config_file(path)
+
+
+def test_digest_is_order_independent():
+    assert digest({"a": 1, "b": [1, 2]}) == digest({"b": [1, 2], "a": 1})
+    assert digest({"a": 1}) != digest({"a": 2})
