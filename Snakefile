@@ -3,6 +3,7 @@
     snakemake --cores 2                                # the quick preset (config.yaml)
     snakemake --cores 8 --configfile config/paper.yaml # the papers' protocol
     snakemake --profile slurm                          # on a SLURM cluster (slurm/config.yaml)
+    snakemake --report report.html                     # every figure with its caption
 """
 
 
@@ -11,9 +12,12 @@ configfile: "config.yaml"
 
 include: "rules/common.smk"
 include: "rules/potts.smk"
+include: "rules/train.smk"
+include: "rules/theory.smk"
+include: "rules/figures.smk"
 
 
 rule all:
     default_target: True
     input:
-        samples=expand(f"{RESULTS}/potts/r{{r}}/samples.h5", r=REALISATIONS),
+        expand(f"{RESULTS}/figures/{{panel}}.{{ext}}", panel=PANELS, ext=("png", "pdf")),

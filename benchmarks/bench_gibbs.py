@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from functools import partial
 
 import jax
 
@@ -22,7 +23,7 @@ jax.config.update("jax_num_cpu_devices", os.cpu_count() or 1)
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from workflow_lib.potts import gibbs, sampling  # noqa: E402
+from workflow_lib.potts import gibbs, model  # noqa: E402
 
 
 def numpy_gibbs(rng: np.random.Generator, J, U, beta, n_chains: int, n_sweeps: int) -> np.ndarray:
@@ -64,7 +65,7 @@ def main() -> None:
     args = ap.parse_args()
     L = C = 20
     beta = 0.9
-    J, U = sampling.draw_couplings(jax.random.key(0), L, C, "gaussian")
+    J, U = model.draw_couplings(jax.random.key(0), L, C, "gaussian")
     B, T = args.chains, args.sweeps
     print(f"L = C = {L}, beta = {beta}, {B} chains, {T} sweeps, "
           f"{len(jax.devices())} XLA CPU device(s), jax {jax.__version__}")
@@ -84,8 +85,8 @@ def main() -> None:
         keys = jax.random.split(jax.random.key(2), R)
         Jr, Ur, br = jnp.stack([Jj] * R), jnp.stack([Uj] * R), jnp.full(R, beta)
         n_save, between = 20, 50
-        t = timed(lambda: gibbs.single_chain(keys, Jr, Ur, br, n_save=n_save, burn_in=0,  # noqa: B023
-                                             sweeps_between=between))
+        t = timed(partial(gibbs.single_chain, keys, Jr, Ur, br, n_save=n_save, burn_in=0,
+                          sweeps_between=between))
         rate = R * L * n_save * between / t
         print(f"jax single_chain R={R:<3d}   {rate / 1e6:8.2f} M updates/s"
               + (" (sequential)" if R == 1 else f" in total ({rate / R / 1e6:.2f} M/s per chain)"))

@@ -15,8 +15,10 @@ rule couplings:
     output:
         couplings=f"{RESULTS}/potts/r{{r}}/couplings.h5",
     params:
-        job=job(lambda wc: {k: v for k, v in potts_params(wc).items() if k in ("seed", "realisation")} | {"potts": CFG["potts"]}),
-        code=source_digest("potts", "stages/potts.py", "artefacts.py", "keys.py"),
+        job=job(
+            lambda wc: {"seed": CFG["seed"], "realisation": int(wc.r), "potts": CFG["potts"]}
+        ),
+        code=source_digest("potts/model.py", "stages/potts.py", "artefacts.py", "keys.py"),
     log:
         f"{RESULTS}/logs/couplings/r{{r}}.log",
     benchmark:

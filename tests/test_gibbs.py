@@ -98,7 +98,7 @@ def test_inverse_cdf_draw_frequencies():
 
 
 def test_beta_tuning_reaches_target_hamming():
-    J, U = sampling.draw_couplings(jax.random.key(7), 8, 4, "gaussian")
+    J, U = model.draw_couplings(jax.random.key(7), 8, 4, "gaussian")
     cfg = dict(target_hamming=0.3, beta_min=0.05, beta_max=5.0, grid_points=8, rounds=3,
                pilot_chains=4, pilot_samples=100, pilot_burn_in=300, pilot_sweeps_between=10)
     tuning = sampling.tune_beta(jax.random.key(8), J, U, "single_chain", cfg)
@@ -113,7 +113,7 @@ def test_beta_tuning_reaches_target_hamming():
 
 
 def test_beta_tuning_reports_an_unreachable_target():
-    J, U = sampling.draw_couplings(jax.random.key(7), 6, 3, "gaussian")
+    J, U = model.draw_couplings(jax.random.key(7), 6, 3, "gaussian")
     cfg = dict(target_hamming=0.3, beta_min=0.01, beta_max=0.02, grid_points=4, rounds=1,
                pilot_chains=1, pilot_samples=50, pilot_burn_in=10, pilot_sweeps_between=2)
     with pytest.raises(ValueError, match="not bracketed"):

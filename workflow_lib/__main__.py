@@ -21,9 +21,9 @@ STAGES = {
     "plm": "workflow_lib.stages.mlm:plm",
     "replica_theory": "workflow_lib.stages.theory:replica_theory",
     "replica_sims": "workflow_lib.stages.theory:replica_sims",
-    "sample_complexity": "workflow_lib.stages.theory:sample_complexity",
+    "sample_complexity": "workflow_lib.stages.mlm:sample_complexity",
     "aggregate": "workflow_lib.stages.figures:aggregate",
-    "figures": "workflow_lib.stages.figures:figures",
+    "figure": "workflow_lib.stages.figures:figure",
 }
 
 
@@ -50,7 +50,9 @@ def _run_stage(name: str, job_json: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m workflow_lib", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m workflow_lib", description=__doc__.split("\n")[0]
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     st = sub.add_parser("stage", help="run one workflow stage")
     st.add_argument("name", choices=sorted(STAGES))

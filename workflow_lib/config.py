@@ -75,6 +75,12 @@ def _check_relations(cfg: dict) -> None:
             f"beta_tuning.beta_min = {tuning['beta_min']} must be below "
             f"beta_tuning.beta_max = {tuning['beta_max']}"
         )
+    largest, n_train = max(cfg["sample_complexity"]["M"]), cfg["sampling"]["n_train"]
+    if largest > n_train:
+        raise ConfigError(
+            f"sample_complexity.M goes up to {largest} but sampling.n_train = {n_train}: "
+            "the sweep uses the first M training sequences; raise n_train or shrink M"
+        )
     rep = cfg["replica"]
     if rep["alpha_min"] >= rep["alpha_max"]:
         raise ConfigError(
@@ -103,7 +109,8 @@ def read_config_file(path: str | Path) -> dict:
     except (OSError, yaml.YAMLError) as exc:
         raise ConfigError(f"cannot read config file {path}: {exc}".replace("\n", " ")) from exc
     if not isinstance(raw, dict):
-        raise ConfigError(f"config file {path} must hold a mapping of keys, not {type(raw).__name__}")
+        kind = type(raw).__name__
+        raise ConfigError(f"config file {path} must hold a mapping of keys, not {kind}")
     return load_config(raw)
 
 

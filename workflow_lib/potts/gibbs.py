@@ -166,6 +166,7 @@ def _single_save(key, J, U, beta, s, t0, n_save, sweeps_between):
         s = lax.fori_loop(
             0, sweeps_between,
             lambda k, s: _sweep_single(s, _uniforms(key, t_start + k, s.shape), bJ, Uf), s,
+            unroll=4,
         )
         return s, s
 

@@ -40,6 +40,13 @@ def random_colour_couplings(key: Array, C: int, kind: str = "gaussian", dtype=jn
     return upper + jnp.triu(g, k=1).T
 
 
+def draw_couplings(key: Array, L: int, C: int, u_kind: str) -> tuple[np.ndarray, np.ndarray]:
+    """One realisation: ``J: (L, L)`` symmetric zero-diagonal N(0, 1), ``U: (C, C)`` of
+    ``u_kind`` (float64 numpy arrays)."""
+    k_j, k_u = jax.random.split(key)
+    return np.asarray(random_couplings(k_j, L)), np.asarray(random_colour_couplings(k_u, C, u_kind))
+
+
 def local_fields(seqs: Array, J: Array, U: Array, beta: float | Array) -> Array:
     """Logits of the exact conditional, ``(..., L, C)``: ``h_i(a) = beta sum_j J_ij U[a, s_j]``.
 
@@ -108,7 +115,7 @@ def exact_distribution(J: Array, U: Array, beta: float) -> tuple[np.ndarray, np.
 
 def exact_marginals(J: Array, U: Array, beta: float) -> tuple[np.ndarray, np.ndarray]:
     """One- and two-site marginals by enumeration: ``p1: (L, C)``, ``p2: (L, L, C, C)``."""
-    L, C = J.shape[0], U.shape[0]
+    C = U.shape[0]
     configs, probs, _ = exact_distribution(J, U, beta)
     onehot = np.eye(C)[configs]  # (K, L, C)
     p1 = np.einsum("k,kia->ia", probs, onehot)

@@ -28,14 +28,6 @@ HAMMING_PAIRS = {
 }
 
 
-def draw_couplings(key: jax.Array, L: int, C: int, u_kind: str) -> tuple[np.ndarray, np.ndarray]:
-    """``J: (L, L)`` symmetric zero-diagonal N(0,1), ``U: (C, C)`` symmetric (float64)."""
-    k_j, k_u = jax.random.split(key)
-    J = model.random_couplings(k_j, L)
-    U = model.random_colour_couplings(k_u, C, u_kind)
-    return np.asarray(J), np.asarray(U)
-
-
 def run_protocol(
     keys: jax.Array, J: np.ndarray, U: np.ndarray, betas: np.ndarray, protocol: str, *,
     n_save: int, burn_in: int, sweeps_between: int, blocks: int = 1,

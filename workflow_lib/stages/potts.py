@@ -8,7 +8,7 @@ import numpy as np
 
 from workflow_lib.artefacts import read_artefact, write_artefact
 from workflow_lib.keys import stage_key
-from workflow_lib.potts import sampling
+from workflow_lib.potts import model, sampling
 from workflow_lib.stages import Job
 
 log = logging.getLogger("workflow_lib.stages")
@@ -21,7 +21,7 @@ def couplings(job: Job) -> None:
     """Write ``J: (L, L)`` and ``U: (C, C)`` of realisation ``params['realisation']``."""
     p = job.params
     key = stage_key(p["seed"], "couplings", p["realisation"])
-    J, U = sampling.draw_couplings(key, p["potts"]["L"], p["potts"]["C"], p["potts"]["U"])
+    J, U = model.draw_couplings(key, p["potts"]["L"], p["potts"]["C"], p["potts"]["U"])
     write_artefact(
         job.output["couplings"], COUPLINGS, {"J": J, "U": U}, p,
         seeds={"seed": p["seed"], "realisation": p["realisation"]},

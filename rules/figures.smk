@@ -1,0 +1,72 @@
+# Tables across runs and every figure of the Potts paper (local jobs).
+
+localrules:
+    aggregate,
+    figure,
+
+
+TABLES = [
+    "training_history",
+    "training_final",
+    "training_summary",
+    "plm",
+    "replica",
+    "sample_complexity",
+    "sample_complexity_summary",
+]
+PANELS = ["fig2a", "fig2b", "fig2c", "fig2d", "fig3_left", "fig3_right"]
+PANEL_TABLES = {
+    "fig2a": ["training_history"],
+    "fig2b": [],
+    "fig2c": ["training_history"],
+    "fig2d": ["training_final"],
+    "fig3_left": ["replica"],
+    "fig3_right": ["sample_complexity"],
+}
+
+
+rule aggregate:
+    input:
+        train=expand(f"{RESULTS}/train/{{arch}}/r{{r}}.h5", arch=ARCHS, r=REALISATIONS),
+        plm=expand(f"{RESULTS}/plm/{{kind}}/r{{r}}.h5", kind=CFG["plm"]["kinds"], r=REALISATIONS),
+        sample_complexity=expand(f"{RESULTS}/sample_complexity/r{{r}}.h5", r=REALISATIONS),
+        theory=rules.replica_theory.output.theory,
+        simulations=rules.replica_sims.output.simulations,
+    output:
+        **{name: f"{RESULTS}/tables/{name}.csv" for name in TABLES},
+    params:
+        job=job({}),
+        code=source_digest("analysis/aggregate.py", "stages/figures.py", "artefacts.py"),
+    log:
+        f"{RESULTS}/logs/aggregate.log",
+    shell:
+        stage("aggregate")
+
+
+def panel_inputs(wildcards):
+    tables = {t: f"{RESULTS}/tables/{t}.csv" for t in PANEL_TABLES[wildcards.panel]}
+    if wildcards.panel == "fig2b":
+        main = [a for a in ("vanilla1", "vanilla3", "factored") if a in ARCHS]
+        tables["models"] = [f"{RESULTS}/train/{a}/r0.h5" for a in main]
+    return tables
+
+
+rule figure:
+    input:
+        unpack(panel_inputs),
+    output:
+        png=report(
+            f"{RESULTS}/figures/{{panel}}.png",
+            caption="../report/figure.rst",
+            category="Potts paper",
+        ),
+        pdf=f"{RESULTS}/figures/{{panel}}.pdf",
+    wildcard_constraints:
+        panel="|".join(PANELS),
+    params:
+        job=job(lambda wc: {"panel": wc.panel}),
+        code=source_digest("analysis/figures.py", "stages/figures.py"),
+    log:
+        f"{RESULTS}/logs/figures/{{panel}}.log",
+    shell:
+        stage("figure")

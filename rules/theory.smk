@@ -1,0 +1,31 @@
+# Replica theory and Gaussian-model simulations (Fig. 3 left).
+
+
+rule replica_theory:
+    output:
+        theory=f"{RESULTS}/theory/replica_theory.h5",
+    params:
+        job=job({"seed": CFG["seed"], "replica": CFG["replica"]}),
+        code=source_digest("replica", "stages/theory.py", "artefacts.py"),
+    log:
+        f"{RESULTS}/logs/replica_theory.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/replica_theory.tsv"
+    threads: 1
+    shell:
+        stage("replica_theory")
+
+
+rule replica_sims:
+    output:
+        simulations=f"{RESULTS}/theory/replica_simulations.h5",
+    params:
+        job=job({"seed": CFG["seed"], "replica": CFG["replica"]}),
+        code=source_digest("replica", "stages/theory.py", "artefacts.py"),
+    log:
+        f"{RESULTS}/logs/replica_sims.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/replica_sims.tsv"
+    threads: 1
+    shell:
+        stage("replica_sims")

@@ -1,0 +1,67 @@
+# MLM training per (architecture, realisation), pseudo-likelihood baselines and the
+# sample-complexity sweep (Fig. 3 right).
+
+ARCHS = CFG["training"]["architectures"] + [
+    f"interp-a{a:g}" for a in CFG["training"]["interpolation_a"]
+]
+
+
+def realisation_params(wildcards, **extra):
+    return {"seed": CFG["seed"], "realisation": int(wildcards.r), **extra}
+
+
+rule train:
+    input:
+        samples=rules.sample.output.samples,
+    output:
+        model=f"{RESULTS}/train/{{arch}}/r{{r}}.h5",
+    wildcard_constraints:
+        arch=r"factored|factored_softmax|vanilla1|vanilla3|interp-a[0-9.]+",
+    params:
+        job=job(lambda wc: realisation_params(wc, arch=wc.arch, training=CFG["training"])),
+        code=source_digest("mlm", "potts/model.py", "stages/mlm.py", "artefacts.py", "keys.py"),
+    log:
+        f"{RESULTS}/logs/train/{{arch}}/r{{r}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/train/{{arch}}/r{{r}}.tsv"
+    threads: THREADS
+    resources:
+        **GPU,
+    shell:
+        stage("train")
+
+
+rule plm:
+    input:
+        samples=rules.sample.output.samples,
+    output:
+        fit=f"{RESULTS}/plm/{{kind}}/r{{r}}.h5",
+    wildcard_constraints:
+        kind=r"factored|full",
+    params:
+        job=job(lambda wc: realisation_params(wc, kind=wc.kind, plm=CFG["plm"])),
+        code=source_digest("mlm", "potts/model.py", "stages/mlm.py", "artefacts.py", "keys.py"),
+    log:
+        f"{RESULTS}/logs/plm/{{kind}}/r{{r}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/plm/{{kind}}/r{{r}}.tsv"
+    threads: THREADS
+    shell:
+        stage("plm")
+
+
+rule sample_complexity:
+    input:
+        samples=rules.sample.output.samples,
+    output:
+        curve=f"{RESULTS}/sample_complexity/r{{r}}.h5",
+    params:
+        job=job(lambda wc: realisation_params(wc, sample_complexity=CFG["sample_complexity"])),
+        code=source_digest("mlm", "potts/model.py", "stages/mlm.py", "artefacts.py", "keys.py"),
+    log:
+        f"{RESULTS}/logs/sample_complexity/r{{r}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/sample_complexity/r{{r}}.tsv"
+    threads: THREADS
+    shell:
+        stage("sample_complexity")

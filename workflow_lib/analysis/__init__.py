@@ -1,0 +1,1 @@
+"""Tables across runs and the figures of the papers."""

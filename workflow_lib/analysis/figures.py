@@ -1,0 +1,129 @@
+"""The figures of the Potts paper, one function per panel; each returns a matplotlib Figure.
+
+Losses are cross-entropies in nats (Fig. 2, Fig. 3 right) or mean squared errors (Fig. 3 left).
+Attention maps are shown after the best scalar fit to J (spec §3.3) with a diverging colour map
+centred at zero.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+ARCH_LABELS = {
+    "factored": "factored attention (1 layer)",
+    "factored_softmax": "factored, row-softmax A (ablation)",
+    "vanilla1": "vanilla transformer, 1 layer",
+    "vanilla3": "vanilla transformer, 3 layers",
+}
+COLOURS = {"factored": "C0", "factored_softmax": "C4", "vanilla1": "C1", "vanilla3": "C2"}
+
+
+def _main_archs(df: pd.DataFrame) -> list[str]:
+    return [a for a in ARCH_LABELS if a in set(df["arch"])]
+
+
+def fig2a_test_loss(history: pd.DataFrame, realisation: int = 0) -> plt.Figure:
+    """Test loss vs epoch per architecture on one realisation; optimal loss dashed."""
+    fig, ax = plt.subplots(figsize=(4.5, 3.4), constrained_layout=True)
+    runs = history[history["realisation"] == realisation]
+    for arch in _main_archs(runs):
+        h = runs[runs["arch"] == arch]
+        ax.plot(h["epoch"], h["test_loss"], color=COLOURS[arch], label=ARCH_LABELS[arch])
+    ax.axhline(runs["optimal_loss"].iloc[0], color="k", ls="--", lw=1, label="optimal (true model)")
+    ax.set_xscale("log")
+    ax.set_xlabel("epoch")
+    ax.set_ylabel("test loss (nats)")
+    ax.set_title("(a) masked-token test loss")
+    ax.legend(fontsize=7, frameon=False)
+    return fig
+
+
+def fig2b_attention_maps(J: np.ndarray, maps: Mapping[str, np.ndarray]) -> plt.Figure:
+    """Heat maps of J and of each architecture's attention map (same colour scale)."""
+    panels = {"interaction matrix J": J, **{ARCH_LABELS.get(k, k): v for k, v in maps.items()}}
+    fig, axes = plt.subplots(1, len(panels), figsize=(2.6 * len(panels), 2.8),
+                             constrained_layout=True)
+    vmax = float(np.max(np.abs(J)))
+    for ax, (title, m) in zip(np.atleast_1d(axes), panels.items(), strict=True):
+        im = ax.imshow(m, cmap="RdBu_r", vmin=-vmax, vmax=vmax)
+        ax.set_title(title, fontsize=8)
+        ax.set_xticks([])
+        ax.set_yticks([])
+    fig.colorbar(im, ax=axes, shrink=0.8)
+    fig.suptitle("(b) J and attention maps (after the best scale fit)", fontsize=9)
+    return fig
+
+
+def fig2c_reconstruction(history: pd.DataFrame) -> plt.Figure:
+    """Normalised reconstruction error ||J - c*A||^2 / ||J||^2 vs epoch, mean over realisations."""
+    fig, ax = plt.subplots(figsize=(4.5, 3.4), constrained_layout=True)
+    for arch in _main_archs(history):
+        h = history[history["arch"] == arch].groupby("epoch")["recon_error"]
+        mean, sem = h.mean(), h.sem().fillna(0)
+        ax.plot(mean.index, mean, color=COLOURS[arch], label=ARCH_LABELS[arch])
+        ax.fill_between(mean.index, mean - sem, mean + sem, color=COLOURS[arch], alpha=0.2)
+    ax.set_xscale("log")
+    ax.set_ylim(0, None)
+    ax.set_xlabel("epoch")
+    ax.set_ylabel(r"$\|J - c^*A\|^2 / \|J\|^2$")
+    ax.set_title("(c) reconstruction error of J")
+    ax.legend(fontsize=7, frameon=False)
+    return fig
+
+
+def fig2d_interpolation(final: pd.DataFrame) -> plt.Figure:
+    """Final test loss vs perturbation level a of the interpolated layer (mean ± s.e.)."""
+    runs = final[final["model"] == "interpolated"]
+    g = runs.groupby("a")["test_loss"]
+    fig, ax = plt.subplots(figsize=(4.5, 3.4), constrained_layout=True)
+    ax.errorbar(g.mean().index, g.mean(), yerr=g.sem().fillna(0), marker="o", capsize=3,
+                label=f"interpolated layer (n = {runs['realisation'].nunique()})")
+    ax.axhline(runs["optimal_loss"].mean(), color="k", ls="--", lw=1, label="optimal (mean)")
+    ax.set_xlabel("perturbation level a")
+    ax.set_ylabel("test loss (nats)")
+    ax.set_title("(d) decoupling positions and colours")
+    ax.legend(fontsize=7, frameon=False)
+    return fig
+
+
+def fig3_left_replica(replica: pd.DataFrame) -> plt.Figure:
+    """Replica theory (lines) and simulations (points, mean ± s.e.) vs alpha = M/L."""
+    fig, ax = plt.subplots(figsize=(4.5, 3.4), constrained_layout=True)
+    for k, (lam, df) in enumerate(replica.groupby("lambda")):
+        th = df[df["source"] == "theory"]
+        sim = df[df["source"] == "simulation"]
+        ax.plot(th["alpha"], th["eps"], color=f"C{k}", label=rf"theory, $\lambda$ = {lam:g}")
+        ax.errorbar(sim["alpha"], sim["eps"], yerr=sim["sem"], fmt="o", ms=3.5, color=f"C{k}",
+                    capsize=2)
+    ax.axvline(1.0, color="grey", lw=0.8, ls=":")
+    ax.set_yscale("log")
+    ax.set_xlabel(r"$\alpha = M / L$")
+    ax.set_ylabel("test loss (mean squared error)")
+    ax.set_title("(left) Gaussian model: theory vs simulations")
+    ax.legend(fontsize=7, frameon=False)
+    return fig
+
+
+def fig3_right_sample_complexity(curve: pd.DataFrame) -> plt.Figure:
+    """Test loss of factored attention on Potts data vs alpha = M/L (mean ± s.e.)."""
+    g = curve.groupby("alpha")["test_loss"]
+    mean, sem = g.mean(), g.sem().fillna(0)
+    fig, ax = plt.subplots(figsize=(4.5, 3.4), constrained_layout=True)
+    ax.errorbar(mean.index, mean, yerr=sem, marker="o", ms=3.5, capsize=2,
+                label=f"factored attention (n = {curve['realisation'].nunique()})")
+    ax.axhline(curve["optimal_loss"].mean(), color="k", ls="--", lw=1, label="optimal (mean)")
+    peak = mean.idxmax()
+    ax.axvline(peak, color="grey", lw=0.8, ls=":", label=f"peak at M/L = {peak:g}")
+    ax.set_xscale("log")
+    ax.set_xlabel(r"$\alpha = M / L$")
+    ax.set_ylabel("test loss (nats)")
+    ax.set_title("(right) Potts data, cross-entropy loss")
+    ax.legend(fontsize=7, frameon=False)
+    return fig

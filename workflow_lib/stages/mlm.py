@@ -1,0 +1,116 @@
+"""Stages ``train`` (MLM per architecture and realisation), ``plm`` (pseudo-likelihood
+baselines) and ``sample_complexity`` (factored attention over the training-set size M)."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+
+from workflow_lib.artefacts import write_artefact
+from workflow_lib.keys import stage_key
+from workflow_lib.mlm.plm import fit_plm
+from workflow_lib.mlm.train import train_mlm
+from workflow_lib.stages import Job
+from workflow_lib.stages.potts import load_samples
+
+log = logging.getLogger("workflow_lib.stages")
+
+TRAIN = "mlm-train/1"
+PLM = "plm-fit/1"
+SAMPLE_COMPLEXITY = "sample-complexity/1"
+INTERPOLATED = "interp-a"
+
+
+def parse_arch(name: str) -> tuple[str, float | None]:
+    """``'interp-a0.2'`` -> ``('interpolated', 0.2)``; other names -> ``(name, None)``."""
+    if name.startswith(INTERPOLATED):
+        return "interpolated", float(name[len(INTERPOLATED):])
+    return name, None
+
+
+def _scalars(metrics: dict) -> dict[str, float | int | bool]:
+    return {k: v for k, v in metrics.items() if isinstance(v, int | float | bool)}
+
+
+def train(job: Job) -> None:
+    """Train one architecture on one realisation's samples.
+
+    Datasets: ``history/{epoch,train_loss,test_loss,recon_error,pearson_r}: (n_eval,)``,
+    ``attention: (L, L)`` (factored: after the scale fit), ``params/...``, ``J: (L, L)``.
+    Attributes: ``arch``, ``a`` (interpolated only), ``optimal_loss`` and the final metrics.
+    """
+    p = job.params
+    arch, a = parse_arch(p["arch"])
+    train_seqs, test_seqs, J, U, beta = load_samples(job.input["samples"])
+    cfg = dict(p["training"], **({"a": a} if a is not None else {}))
+    key = stage_key(p["seed"], f"train/{p['arch']}", p["realisation"])
+    result = train_mlm(arch, cfg, train_seqs, test_seqs, J, U, beta, key)
+    m = result.metrics
+    log.info("%s r%d: test loss %.4f (optimal %.4f), reconstruction error %.3f, r = %.3f, "
+             "%.0f steps/s", p["arch"], p["realisation"], m["test_loss"], result.optimal_loss,
+             m["recon_error"], m["pearson_r"], m["steps_per_second"])
+    write_artefact(
+        job.output["model"], TRAIN,
+        {**{f"history/{k}": v for k, v in result.history.items()},
+         **{f"params/{k}": v for k, v in result.params.items()},
+         "attention": result.attention, "J": J},
+        p, seeds={"seed": p["seed"], "realisation": p["realisation"]},
+        attrs={"arch": p["arch"], "model": arch, "a": np.nan if a is None else a,
+               "optimal_loss": result.optimal_loss, "beta": beta, **_scalars(m)},
+    )
+
+
+def plm(job: Job) -> None:
+    """Pseudo-likelihood fit (``params['kind']``: factored or full couplings) on one realisation.
+
+    Datasets: ``attention: (L, L)`` after the scale fit, ``params/...``, ``J``.
+    """
+    p = job.params
+    kind = p["kind"]
+    train_seqs, test_seqs, J, U, beta = load_samples(job.input["samples"])
+    cfg = {"l2": p["plm"][f"l2_{kind}"], "max_iter": p["plm"]["max_iter"],
+           "restarts": p["plm"]["restarts"]}
+    key = stage_key(p["seed"], f"plm/{kind}", p["realisation"])
+    result = fit_plm(kind, cfg, train_seqs, test_seqs, J, U, beta, key)
+    m = result.metrics
+    log.info("plm %s r%d: test loss %.4f (optimal %.4f), r = %.3f, %d iterations, %.1f s", kind,
+             p["realisation"], m["test_loss"], result.optimal_loss, m["pearson_r"],
+             m["iterations"], m["wall_seconds"])
+    write_artefact(
+        job.output["fit"], PLM,
+        {**{f"params/{k}": v for k, v in result.params.items()},
+         "attention": result.attention, "J": J},
+        p, seeds={"seed": p["seed"], "realisation": p["realisation"]},
+        attrs={"kind": kind, "optimal_loss": result.optimal_loss, "beta": beta, **_scalars(m)},
+    )
+
+
+def sample_complexity(job: Job) -> None:
+    """Factored attention (cross-entropy, small l2, full-batch L-BFGS to convergence) on the
+    first M training sequences, for every M of the grid; test loss on the realisation's test set.
+
+    Datasets: ``M: (n_M,)``, ``test_loss``, ``train_loss``, ``pearson_r``: ``(n_M,)``.
+    """
+    p = job.params
+    sc = p["sample_complexity"]
+    train_seqs, test_seqs, J, U, beta = load_samples(job.input["samples"])
+    sizes = np.asarray(sc["M"])
+    if sizes.max() > len(train_seqs):
+        raise ValueError(f"sample_complexity.M goes up to {sizes.max()} but the data set has "
+                         f"{len(train_seqs)} training sequences; raise sampling.n_train")
+    key = stage_key(p["seed"], "sample_complexity", p["realisation"])
+    cfg = {"l2": sc["l2"], "max_iter": sc["max_iter"], "restarts": sc["restarts"]}
+    rows = []
+    for M in sizes:
+        fit = fit_plm("factored", cfg, train_seqs[:M], test_seqs, J, U, beta, key)
+        rows.append((fit.metrics["test_loss"], fit.metrics["train_loss"], fit.metrics["pearson_r"]))
+        log.info("M = %d: test loss %.4f, train loss %.4f", M, rows[-1][0], rows[-1][1])
+    test_loss, train_loss, pearson = np.array(rows).T
+    write_artefact(
+        job.output["curve"], SAMPLE_COMPLEXITY,
+        {"M": sizes, "test_loss": test_loss, "train_loss": train_loss, "pearson_r": pearson},
+        p, seeds={"seed": p["seed"], "realisation": p["realisation"]},
+        attrs={"L": J.shape[0], "C": U.shape[0], "optimal_loss": fit.optimal_loss, "beta": beta,
+               "n_test": len(test_seqs)},
+    )
