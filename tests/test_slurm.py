@@ -1,0 +1,285 @@
+"""The SLURM profile (``slurm/config.yaml``): per-rule resources in a dry run (no cluster needed)
+and real runs through a throwaway single-node SLURM on localhost (``tests/slurm_cluster.py``;
+needs root; installs the Debian packages when missing, else the tests are skipped).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.slurm_cluster import ClusterError, slurm_unavailable, start_cluster
+
+REPO = Path(__file__).resolve().parents[1]
+PY = sys.executable
+WORKFLOW = ["Snakefile", "rules", "config.yaml", "config", "slurm"]
+TARGETS = ["results/potts/r0/samples.h5", "results/potts/r1/samples.h5"]
+RUN_TIMEOUT = 15 * 60
+
+
+def _merge(base: dict, over: dict) -> dict:
+    out = dict(base)
+    for key, value in over.items():
+        out[key] = _merge(out[key], value) if isinstance(out.get(key), dict) else value
+    return out
+
+
+def tiny_config(threads: int = 1, gpu: bool = False) -> dict:
+    """Seconds-long sampling: L=5, C=3, fixed beta (no tuning), 300 saved configurations, on top
+    of the shared tiny preset (``tests/workflow_runs.py``) so later config checks stay met."""
+    try:
+        from tests.workflow_runs import TINY
+    except ImportError:
+        TINY = {}
+    return _merge(TINY, {
+        "seed": 0, "realisations": 2, "results": "results",
+        "compute": {"threads": threads, "gpu": gpu},
+        "potts": {"L": 5, "C": 3, "U": "gaussian", "beta": 0.5},
+        "sampling": {"protocol": "single_chain", "n_train": 200, "n_test": 100, "burn_in": 100,
+                     "sweeps_between": 5, "blocks": 2},
+        "sample_complexity": {"M": [10, 50, 100]},  # at most sampling.n_train
+    })
+
+
+def copy_workflow(dest: Path) -> Path:
+    """The workflow files (not workflow_lib: the installed package is used) in ``dest``."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in WORKFLOW:
+        src = REPO / name
+        if src.is_dir():
+            shutil.copytree(src, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
+        elif src.exists():
+            shutil.copy2(src, dest / name)
+    return dest
+
+
+def snakemake_env(base: dict[str, str] | None = None) -> dict[str, str]:
+    env = dict(os.environ if base is None else base)
+    env.pop("SNAKEMAKE_PROFILE", None)
+    env["PATH"] = os.pathsep.join([str(Path(PY).parent), env.get("PATH", "")])
+    return env
+
+
+def run(cmd: list[str], cwd: Path, env: dict[str, str], timeout: float) -> tuple[int, str]:
+    """Run ``cmd`` in its own process group; on timeout kill the whole group and fail."""
+    with open(cwd / ".test-output.txt", "w+") as out:
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        try:
+            rc = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            out.seek(0)
+            pytest.fail(f"timed out after {timeout:.0f} s: {' '.join(cmd)}\n{out.read()[-5000:]}")
+        out.seek(0)
+        return rc, out.read()
+
+
+def profile() -> dict:
+    return yaml.safe_load((REPO / "slurm" / "config.yaml").read_text())
+
+
+def expected_resources(rule: str) -> dict:
+    prof = profile()
+    res = dict(prof["default-resources"])
+    res.update((prof.get("set-resources") or {}).get(rule, {}))
+    return res
+
+
+def dry_run_jobs(text: str) -> list[tuple[str, dict]]:
+    """``[(rule, {"threads": int, "resources": {key: str}})]`` from a ``snakemake -n`` listing."""
+    jobs: list[tuple[str, dict]] = []
+    current: dict | None = None
+    for line in text.splitlines():
+        m = re.match(r"^(?:local)?rule (\w+):\s*$", line)
+        if m:
+            current = {"threads": 1, "resources": {}}
+            jobs.append((m.group(1), current))
+            continue
+        if current is None:
+            continue
+        m = re.match(r"^\s+(\w+): (.*)$", line)
+        if not m:
+            current = None
+            continue
+        key, value = m.groups()
+        if key == "threads":
+            current["threads"] = int(value)
+        elif key == "resources":
+            current["resources"] = dict(kv.split("=", 1) for kv in value.split(", "))
+    return jobs
+
+
+# --- profile and per-rule resources: no cluster needed ---------------------------------------
+
+
+def test_profile_settings():
+    prof = profile()
+    assert prof["executor"] == "slurm"
+    assert prof["retries"] >= 1, "failed SLURM jobs must be resubmitted"
+    assert prof["latency-wait"] >= 10
+    assert prof["default-resources"]["slurm_partition"]
+    # sacct is right on a real cluster; the squeue override belongs on the test command line
+    assert "slurm-status-command" not in prof
+    assert "slurm_account" not in prof["default-resources"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("gpu", [False, True], ids=["cpu", "gpu"])
+def test_dry_run_resources(tmp_path, gpu):
+    pytest.importorskip("snakemake_executor_plugin_slurm")
+    wd = copy_workflow(tmp_path / "wf")
+    (wd / "tiny.yaml").write_text(yaml.safe_dump(tiny_config(threads=3, gpu=gpu)))
+    # --cores: a dry run otherwise caps threads at 1 (a real SLURM run does not)
+    rc, out = run(
+        [PY, "-m", "snakemake", *TARGETS, "--profile", "slurm", "--dry-run", "--cores", "64",
+         "--configfile", "tiny.yaml"],
+        wd, snakemake_env(), timeout=300,
+    )
+    assert rc == 0, out[-5000:]
+    jobs = dry_run_jobs(out)
+    rules = [rule for rule, _ in jobs]
+    assert rules.count("sample") == 2 and rules.count("couplings") == 2, rules
+    for rule, job in jobs:
+        if rule not in ("sample", "couplings"):
+            continue
+        want = expected_resources(rule)
+        res = job["resources"]
+        assert res.get("slurm_partition") == str(want["slurm_partition"]), (rule, res)
+        assert res.get("runtime") == str(want["runtime"]), (rule, res)
+        assert res.get("mem_mb") == str(want["mem_mb"]), (rule, res)
+        assert job["threads"] == (3 if rule == "sample" else 1), (rule, job)
+        if rule == "sample" and gpu:
+            assert res.get("gpu") == "1", (rule, res)
+        else:
+            assert "gpu" not in res, (rule, res)
+
+
+# --- a real local SLURM cluster ---------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory):
+    pytest.importorskip("snakemake_executor_plugin_slurm")
+    reason = slurm_unavailable()
+    if reason:
+        pytest.skip(reason)
+    try:
+        c = start_cluster(tmp_path_factory.mktemp("slurm"), timeout=60)
+    except ClusterError as exc:
+        pytest.fail(f"local SLURM cluster did not start: {exc}")
+    yield c
+    c.stop()
+
+
+def slurm_workflow(dest: Path, partition: str) -> Path:
+    """The workflow with the repository's profile, its partition set to the local one."""
+    wd = copy_workflow(dest)
+    prof_path = wd / "slurm" / "config.yaml"
+    prof = yaml.safe_load(prof_path.read_text())
+    prof["default-resources"]["slurm_partition"] = partition
+    prof_path.write_text(yaml.safe_dump(prof, sort_keys=False))
+    return wd
+
+
+def slurm_command(*args: str) -> list[str]:
+    # squeue: the local cluster has no accounting (sacct); quick first status check for tests
+    return [PY, "-m", "snakemake", *args, "--profile", "slurm",
+            "--slurm-status-command", "squeue", "--slurm-init-seconds-before-status-checks", "2",
+            "--slurm-keep-successful-logs", "--verbose"]
+
+
+def slurm_jobs(cluster, workdir: Path) -> list[dict]:
+    """All jobs of ``workdir`` still known to slurmctld (finished ones for MinJobAge = 300 s)."""
+    out = cluster.run("squeue", "--states=all", "--noheader", "--format=%i|%T|%k|%C|%Z")
+    assert out.returncode == 0, out.stderr
+    jobs = []
+    for line in out.stdout.splitlines():
+        jobid, state, comment, cpus, wd = line.strip().split("|", 4)
+        if Path(wd).resolve() == workdir.resolve():
+            jobs.append({"id": jobid, "state": state, "comment": comment, "cpus": int(cpus)})
+    return jobs
+
+
+@pytest.mark.slurm
+@pytest.mark.slow
+def test_sampling_runs_on_slurm(cluster, tmp_path):
+    from workflow_lib.artefacts import read_artefact
+
+    wd = slurm_workflow(tmp_path / "wf", cluster.partition)
+    threads = min(2, cluster.cpus)
+    (wd / "tiny.yaml").write_text(yaml.safe_dump(tiny_config(threads=threads)))
+    t0 = time.monotonic()
+    rc, out = run(slurm_command(*TARGETS, "--configfile", "tiny.yaml"), wd,
+                  snakemake_env(cluster.env), timeout=RUN_TIMEOUT)
+    took = time.monotonic() - t0
+    print(f"\nSLURM run (2 couplings + 2 sample jobs): {took:.1f} s")
+    assert rc == 0, f"{out[-8000:]}\n{cluster.logs()}"
+
+    for r in (0, 1):
+        art = read_artefact(wd / f"results/potts/r{r}/samples.h5", "potts-samples/1",
+                            required=("train", "test"))
+        assert art["train"].shape == (200, 5) and art["test"].shape == (100, 5)
+        assert float(art.attrs["beta"]) == 0.5
+
+    # every job went through sbatch, with the profile's resources and the config's threads
+    calls = [line for line in out.splitlines() if line.startswith("sbatch call:")]
+    assert len(calls) == 4, calls
+    for rule, n_cpus in (("couplings", 1), ("sample", threads)):
+        want = expected_resources(rule)
+        mine = [c for c in calls if f"--comment rule_{rule}_" in c]
+        assert len(mine) == 2, calls
+        for call in mine:
+            assert f"-p {cluster.partition} " in call and f"-t {want['runtime']} " in call, call
+            assert f"--mem {want['mem_mb']} " in call, call
+            assert f"--cpus-per-task={n_cpus} " in call and "--gpus" not in call, call
+    jobs = slurm_jobs(cluster, wd)
+    assert sorted(j["comment"] for j in jobs) == sorted(
+        f"rule_{rule}_wildcards_{r}" for rule in ("couplings", "sample") for r in (0, 1)
+    ), jobs
+    assert all(j["state"] == "COMPLETED" for j in jobs), jobs
+    logs = sorted((wd / ".snakemake" / "slurm_logs").glob("rule_*/*/*.log"))
+    assert len(logs) == 4, logs
+    sample_log = next(p for p in logs if p.parts[-3] == "rule_sample").read_text()
+    assert f'"threads": {threads}' in sample_log  # the job JSON, built inside the SLURM job
+
+
+FLAKY = """
+rule all:
+    input: "flaky.txt"
+
+rule flaky:
+    output: "flaky.txt"
+    shell:
+        "if [ ! -e first-attempt-done ]; then touch first-attempt-done; "
+        "echo failing on purpose >&2; exit 1; fi; echo $SLURM_JOB_ID > {output}"
+"""
+
+
+@pytest.mark.slurm
+@pytest.mark.slow
+def test_failed_job_is_retried(cluster, tmp_path):
+    """A job that fails once is resubmitted (profile ``retries``) and the workflow succeeds."""
+    wd = tmp_path / "flaky"
+    wd.mkdir()
+    (wd / "Snakefile").write_text(FLAKY)
+    shutil.copytree(REPO / "slurm", wd / "slurm")
+    prof = yaml.safe_load((wd / "slurm" / "config.yaml").read_text())
+    prof["default-resources"]["slurm_partition"] = cluster.partition
+    prof["default-resources"]["mem_mb"] = 100
+    (wd / "slurm" / "config.yaml").write_text(yaml.safe_dump(prof, sort_keys=False))
+    rc, out = run(slurm_command(), wd, snakemake_env(cluster.env), timeout=RUN_TIMEOUT)
+    assert rc == 0, f"{out[-8000:]}\n{cluster.logs()}"
+    jobs = sorted(slurm_jobs(cluster, wd), key=lambda j: int(j["id"]))
+    assert [j["state"] for j in jobs] == ["FAILED", "COMPLETED"], jobs
+    assert (wd / "flaky.txt").read_text().strip() == jobs[-1]["id"]
