@@ -13,6 +13,7 @@ TABLES = [
     "replica",
     "sample_complexity",
     "sample_complexity_summary",
+    "sample_complexity_peak",
 ]
 PANELS = ["fig2a", "fig2b", "fig2c", "fig2d", "fig3_left", "fig3_right"]
 PANEL_TABLES = {

@@ -94,6 +94,14 @@ def sample_complexity_table(paths: Iterable[str]) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
+def peak(df: pd.DataFrame, x: str, y: str) -> pd.Series:
+    """The row of the group mean of ``y`` over ``x`` at its maximum: ``x``, ``y`` and n."""
+    g = df.groupby(x)[y]
+    means = g.mean()
+    at = means.idxmax()
+    return pd.Series({x: at, y: means[at], "n": int(g.count()[at])})
+
+
 def summarise(df: pd.DataFrame, by: Sequence[str], values: Sequence[str]) -> pd.DataFrame:
     """Tidy summary: one row per group x quantity with mean, sem (ddof 1; NaN for n = 1), n."""
     long = df.melt(id_vars=list(by), value_vars=list(values), var_name="quantity")

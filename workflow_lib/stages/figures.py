@@ -36,6 +36,8 @@ def aggregate(job: Job) -> None:
         "replica": agg.replica_table(job.input["theory"], job.input["simulations"]),
         "sample_complexity": sc,
         "sample_complexity_summary": agg.summarise(sc, ["M", "alpha"], ["test_loss", "train_loss"]),
+        "sample_complexity_peak": agg.peak(sc, "M", "test_loss").to_frame().T.assign(
+            alpha=lambda d: d["M"] / sc["M"].iloc[0] * sc["alpha"].iloc[0]),
     }
     for name, df in tables.items():
         _write_csv(df, job.output[name])

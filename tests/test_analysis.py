@@ -1,0 +1,52 @@
+"""Aggregation tables and figure panels on synthetic data."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from workflow_lib.analysis import aggregate, figures
+
+
+def test_summarise_mean_sem_n():
+    df = pd.DataFrame({"g": ["a", "a", "a", "b"], "x": [1.0, 2.0, 4.0, 5.0]})
+    out = aggregate.summarise(df, ["g"], ["x"]).set_index("g")
+    assert out.loc["a", "mean"] == pytest.approx(7 / 3)
+    assert out.loc["a", "sem"] == pytest.approx(np.std([1, 2, 4], ddof=1) / np.sqrt(3))
+    assert out.loc["a", "n"] == 3 and out.loc["b", "n"] == 1 and np.isnan(out.loc["b", "sem"])
+
+
+def test_peak_of_group_means():
+    df = pd.DataFrame({"M": [2, 2, 20, 20, 200], "loss": [1.0, 1.2, 3.0, 2.0, 0.5]})
+    p = aggregate.peak(df, "M", "loss")
+    assert p["M"] == 20 and p["loss"] == pytest.approx(2.5) and p["n"] == 2
+
+
+def synthetic_history() -> pd.DataFrame:
+    rows = []
+    for arch in ("factored", "vanilla1", "vanilla3"):
+        for r in (0, 1):
+            for e in range(1, 6):
+                rows.append({"arch": arch, "model": arch, "a": np.nan, "realisation": r,
+                             "epoch": e, "train_loss": 1 / e, "test_loss": 1 / e + 0.3,
+                             "recon_error": 1 / e, "pearson_r": 1 - 1 / e, "optimal_loss": 0.3})
+    return pd.DataFrame(rows)
+
+
+def test_figure_panels_render():
+    history = synthetic_history()
+    fig = figures.fig2a_test_loss(history)
+    assert fig.axes[0].get_ylabel() == "test loss (nats)"
+    assert len(fig.axes[0].lines) == 4  # three architectures + the optimal loss
+    assert figures.fig2c_reconstruction(history).axes[0].get_xlabel() == "epoch"
+    final = pd.DataFrame({"model": "interpolated", "a": [0.0, 0.0, 0.5, 0.5],
+                          "realisation": [0, 1, 0, 1], "test_loss": [0.3, 0.31, 0.5, 0.52],
+                          "optimal_loss": 0.29})
+    assert figures.fig2d_interpolation(final).axes[0].get_xlabel() == "perturbation level a"
+    J = np.random.default_rng(0).normal(size=(5, 5))
+    fig = figures.fig2b_attention_maps(J, {"factored": J, "vanilla1": np.abs(J)})
+    assert len(fig.axes) == 4  # three maps and a colour bar
+    curve = pd.DataFrame({"realisation": [0, 0, 0], "alpha": [0.1, 1.0, 10.0],
+                          "test_loss": [1.0, 2.0, 0.5], "optimal_loss": 0.3})
+    fig = figures.fig3_right_sample_complexity(curve)
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert "peak at M/L = 1" in labels
