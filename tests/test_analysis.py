@@ -19,6 +19,12 @@ def test_peak_of_group_means():
     df = pd.DataFrame({"M": [2, 2, 20, 20, 200], "loss": [1.0, 1.2, 3.0, 2.0, 0.5]})
     p = aggregate.peak(df, "M", "loss")
     assert p["M"] == 20 and p["loss"] == pytest.approx(2.5) and p["n"] == 2
+    # a high first point (near-uniform prediction) is not the interpolation peak
+    df = pd.DataFrame({"M": [2, 5, 10, 20, 50], "loss": [1.6, 0.9, 1.0, 0.8, 0.3]})
+    assert aggregate.peak(df, "M", "loss")["M"] == 10
+    # a monotone curve peaks at its maximum
+    df = pd.DataFrame({"M": [2, 5, 10], "loss": [3.0, 2.0, 1.0]})
+    assert aggregate.peak(df, "M", "loss")["M"] == 2
 
 
 def synthetic_history() -> pd.DataFrame:
@@ -41,10 +47,13 @@ def test_figure_panels_render():
     final = pd.DataFrame({"model": "interpolated", "a": [0.0, 0.0, 0.5, 0.5],
                           "realisation": [0, 1, 0, 1], "test_loss": [0.3, 0.31, 0.5, 0.52],
                           "optimal_loss": 0.29})
-    assert figures.fig2d_interpolation(final).axes[0].get_xlabel() == "perturbation level a"
+    ax = figures.fig2d_interpolation(final).axes[0]
+    assert ax.get_xlabel() == "perturbation level a"
+    ydata = np.asarray(ax.lines[0].get_ydata(), dtype=float)
+    np.testing.assert_allclose(ydata, [0.015, 0.22])  # paired differences
     J = np.random.default_rng(0).normal(size=(5, 5))
     fig = figures.fig2b_attention_maps(J, {"factored": J, "vanilla1": np.abs(J)})
-    assert len(fig.axes) == 4  # three maps and a colour bar
+    assert len(fig.axes) == 6  # three maps, each with its colour bar
     curve = pd.DataFrame({"realisation": [0, 0, 0], "alpha": [0.1, 1.0, 10.0],
                           "test_loss": [1.0, 2.0, 0.5], "optimal_loss": 0.3})
     fig = figures.fig3_right_sample_complexity(curve)

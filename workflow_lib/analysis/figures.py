@@ -16,6 +16,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from workflow_lib.analysis import aggregate  # noqa: E402
+
 ARCH_LABELS = {
     "factored": "factored attention (1 layer)",
     "factored_softmax": "factored, row-softmax A (ablation)",
@@ -45,19 +47,31 @@ def fig2a_test_loss(history: pd.DataFrame, realisation: int = 0) -> plt.Figure:
     return fig
 
 
+def _centred(m: np.ndarray) -> np.ndarray:
+    """A non-negative (softmax) map minus its off-diagonal mean; signed maps unchanged."""
+    if m.min() < 0:
+        return m
+    off = ~np.eye(m.shape[0], dtype=bool)
+    return np.where(off, m - m[off].mean(), 0.0)
+
+
 def fig2b_attention_maps(J: np.ndarray, maps: Mapping[str, np.ndarray]) -> plt.Figure:
-    """Heat maps of J and of each architecture's attention map (same colour scale)."""
-    panels = {"interaction matrix J": J, **{ARCH_LABELS.get(k, k): v for k, v in maps.items()}}
-    fig, axes = plt.subplots(1, len(panels), figsize=(2.6 * len(panels), 2.8),
+    """Heat maps of J and of each architecture's attention map, each on its own symmetric colour
+    scale; softmax maps (non-negative) are shown minus their off-diagonal mean."""
+    panels = {"interaction matrix J": J,
+              **{ARCH_LABELS.get(k, k): _centred(v) for k, v in maps.items()}}
+    fig, axes = plt.subplots(1, len(panels), figsize=(2.6 * len(panels), 2.9),
                              constrained_layout=True)
-    vmax = float(np.max(np.abs(J)))
     for ax, (title, m) in zip(np.atleast_1d(axes), panels.items(), strict=True):
+        vmax = float(np.max(np.abs(m))) or 1.0
         im = ax.imshow(m, cmap="RdBu_r", vmin=-vmax, vmax=vmax)
+        fig.colorbar(im, ax=ax, shrink=0.7)
         ax.set_title(title, fontsize=8)
+        ax.set_xlabel("position j", fontsize=7)
+        ax.set_ylabel("masked position i", fontsize=7)
         ax.set_xticks([])
         ax.set_yticks([])
-    fig.colorbar(im, ax=axes, shrink=0.8)
-    fig.suptitle("(b) J and attention maps (after the best scale fit)", fontsize=9)
+    fig.suptitle("(b) J and attention maps", fontsize=9)
     return fig
 
 
@@ -79,15 +93,16 @@ def fig2c_reconstruction(history: pd.DataFrame) -> plt.Figure:
 
 
 def fig2d_interpolation(final: pd.DataFrame) -> plt.Figure:
-    """Final test loss vs perturbation level a of the interpolated layer (mean ± s.e.)."""
+    """Excess test loss (test - optimal, paired per realisation) vs perturbation level a of the
+    interpolated layer (mean ± s.e. over realisations)."""
     runs = final[final["model"] == "interpolated"]
-    g = runs.groupby("a")["test_loss"]
+    g = (runs["test_loss"] - runs["optimal_loss"]).groupby(runs["a"])
     fig, ax = plt.subplots(figsize=(4.5, 3.4), constrained_layout=True)
     ax.errorbar(g.mean().index, g.mean(), yerr=g.sem().fillna(0), marker="o", capsize=3,
                 label=f"interpolated layer (n = {runs['realisation'].nunique()})")
-    ax.axhline(runs["optimal_loss"].mean(), color="k", ls="--", lw=1, label="optimal (mean)")
+    ax.axhline(0.0, color="k", ls="--", lw=1, label="optimal")
     ax.set_xlabel("perturbation level a")
-    ax.set_ylabel("test loss (nats)")
+    ax.set_ylabel("test loss - optimal loss (nats)")
     ax.set_title("(d) decoupling positions and colours")
     ax.legend(fontsize=7, frameon=False)
     return fig
@@ -112,14 +127,15 @@ def fig3_left_replica(replica: pd.DataFrame) -> plt.Figure:
 
 
 def fig3_right_sample_complexity(curve: pd.DataFrame) -> plt.Figure:
-    """Test loss of factored attention on Potts data vs alpha = M/L (mean ± s.e.)."""
+    """Test loss of factored attention on Potts data vs alpha = M/L (mean ± s.e.), with the
+    interpolation peak (``aggregate.peak``) marked."""
     g = curve.groupby("alpha")["test_loss"]
     mean, sem = g.mean(), g.sem().fillna(0)
     fig, ax = plt.subplots(figsize=(4.5, 3.4), constrained_layout=True)
     ax.errorbar(mean.index, mean, yerr=sem, marker="o", ms=3.5, capsize=2,
                 label=f"factored attention (n = {curve['realisation'].nunique()})")
     ax.axhline(curve["optimal_loss"].mean(), color="k", ls="--", lw=1, label="optimal (mean)")
-    peak = mean.idxmax()
+    peak = aggregate.peak(curve, "alpha", "test_loss")["alpha"]
     ax.axvline(peak, color="grey", lw=0.8, ls=":", label=f"peak at M/L = {peak:g}")
     ax.set_xscale("log")
     ax.set_xlabel(r"$\alpha = M / L$")

@@ -43,7 +43,11 @@ def train(job: Job) -> None:
     p = job.params
     arch, a = parse_arch(p["arch"])
     train_seqs, test_seqs, J, U, beta = load_samples(job.input["samples"])
-    cfg = dict(p["training"], **({"a": a} if a is not None else {}))
+    training = p["training"]
+    lr = training["learning_rates"].get(arch, training["learning_rate"])
+    cfg = {k: v for k, v in training.items() if k not in ("architectures", "interpolation_a",
+                                                           "learning_rates")}
+    cfg |= {"learning_rate": lr, **({"a": a} if a is not None else {})}
     key = stage_key(p["seed"], f"train/{p['arch']}", p["realisation"])
     result = train_mlm(arch, cfg, train_seqs, test_seqs, J, U, beta, key)
     m = result.metrics
@@ -57,6 +61,7 @@ def train(job: Job) -> None:
          "attention": result.attention, "J": J},
         p, seeds={"seed": p["seed"], "realisation": p["realisation"]},
         attrs={"arch": p["arch"], "model": arch, "a": np.nan if a is None else a,
+               "learning_rate": lr, "optimizer": training["optimizer"],
                "optimal_loss": result.optimal_loss, "beta": beta, **_scalars(m)},
     )
 

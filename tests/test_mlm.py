@@ -1,0 +1,191 @@
+"""Tests of the MLM models, training and pseudo-likelihood baselines (workflow_lib.mlm)."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import workflow_lib  # noqa: F401  (enables float64)
+from workflow_lib.mlm import models, plm, train
+from workflow_lib.potts.model import exact_distribution, random_colour_couplings, random_couplings
+
+jax.config.update("jax_enable_x64", True)  # explicit, in case this module runs first
+
+L, C, BETA = 6, 4, 1.2
+FAST = {"optimizer": "adam", "learning_rate": 0.05, "epochs": 40, "batch_size": 100, "restarts": 4}
+# restarts: about one random start in three ends in a local minimum ~2 % above on this instance
+
+
+@pytest.fixture(scope="module")
+def potts():
+    """Exact samples of a tiny generalised Potts model: 3000 train, 2000 test sequences."""
+    J = random_couplings(jax.random.key(1), L)
+    U = random_colour_couplings(jax.random.key(2), C)
+    configs, probs, _ = exact_distribution(J, U, BETA)
+    seqs = configs[np.random.default_rng(0).choice(len(probs), 5000, p=probs)]
+    return seqs[:3000], seqs[3000:], np.asarray(J), np.asarray(U)
+
+
+def _random_seqs(key: int, n: int, L: int = 5, C: int = 3) -> jax.Array:
+    return jax.random.randint(jax.random.key(key), (n, L), 0, C)
+
+
+def _brute_force_nll(A: np.ndarray, V: np.ndarray, seqs: np.ndarray) -> float:
+    """Negative pseudo-log-likelihood per site with couplings J_ij(a, b) = A_ij V_ab, by loops."""
+    M, L = seqs.shape
+    C = V.shape[0]
+    total = 0.0
+    for m in range(M):
+        for i in range(L):
+            field = [sum(A[i, j] * V[a, seqs[m, j]] for j in range(L) if j != i) for a in range(C)]
+            total -= field[seqs[m, i]] - np.log(np.sum(np.exp(field)))
+    return total / (M * L)
+
+
+def test_factored_loss_is_pseudo_likelihood():
+    spec = models.ArchSpec("factored", 5, 3)
+    kA, kV = jax.random.split(jax.random.key(3))
+    A = jax.random.normal(kA, (5, 5), jnp.float64)  # random diagonal too: it must be ignored
+    V = jax.random.normal(kV, (3, 3), jnp.float64)
+    seqs = _random_seqs(4, 7)
+    expected = _brute_force_nll(np.asarray(A) * (1 - np.eye(5)), np.asarray(V), np.asarray(seqs))
+    params = {"A": A, "V": V}
+    np.testing.assert_allclose(float(train.full_loss(spec, params, seqs)), expected, rtol=1e-13)
+    # unconstrained couplings of the PLM baseline, set to the factored ones
+    couplings = jnp.einsum("ij,ab->ijab", A, V)
+    loss_full = models.cross_entropy(plm.coupling_logits(couplings, seqs), seqs)
+    np.testing.assert_allclose(float(loss_full), expected, rtol=1e-13)
+    # one masked site per sequence agrees with the all-sites form
+    sites = jnp.arange(7) % 5
+    logits, rows = models.predict(spec, params, seqs, sites)
+    all_logits, _ = models.predict_all_sites(spec, params, seqs)
+    np.testing.assert_array_equal(logits, all_logits[jnp.arange(7), sites])
+    np.testing.assert_array_equal(rows, (A * (1 - jnp.eye(5)))[sites])
+
+
+def test_interpolated_at_zero_is_factored_exactly():
+    spec_i = models.arch_spec("interpolated", {"a": 0.0}, L, C)
+    spec_f = models.arch_spec("factored", {}, L, C)
+    params = models.init(spec_i, jax.random.key(5), jnp.float64)
+    params = {**params, "A": params["A"] + 0.3}  # non-zero diagonal: A_ii must drop out at a = 0
+    factored = {"A": params["A"], "V": params["V"]}
+    init_f = models.init(spec_f, jax.random.key(5), jnp.float64)
+    np.testing.assert_array_equal(init_f["V"], params["V"])
+    seqs = _random_seqs(6, 11, L, C)
+    for got, want in zip(
+        models.predict_all_sites(spec_i, params, seqs),
+        models.predict_all_sites(spec_f, factored, seqs),
+        strict=True,
+    ):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_interpolated_matches_explicit_token_model():
+    """a > 0 against the (L + C)-dim token model of spec §2.1 written out with explicit vectors."""
+    a = 0.37
+    spec = models.arch_spec("interpolated", {"a": a}, L, C)
+    p = models.init(spec, jax.random.key(7), jnp.float64)
+    p = {**p, "A": p["A"] + 0.2 * jnp.eye(L)}  # A_ii matters for a > 0
+    rng = np.random.default_rng(8)
+    # W = W_Q^T W_K over token space (positions first): the colour rows are arbitrary
+    W = np.block([[np.asarray(p["A"]), np.asarray(p["A_col"])], [rng.normal(size=(C, L + C))]])
+    Wv = np.concatenate([np.asarray(p["V_pos"]), np.asarray(p["V"])], axis=1)  # (C, L + C)
+    seqs = np.asarray(_random_seqs(9, 4, L, C))
+    logits, rows = models.predict(spec, p, jnp.asarray(seqs), jnp.arange(4))
+    for b, s in enumerate(seqs):
+        i = b
+        e = np.eye(C)[s]
+        e[i] = 0.0  # mask token: zero colour vector
+        pos = np.eye(L)
+        x_att = np.concatenate([pos, a * e], axis=1)
+        x_val = np.concatenate([a * pos, e], axis=1)
+        scores = x_att @ W.T @ x_att[i]  # scores[j] = x_att_i^T W x_att_j
+        want = sum(scores[j] * Wv @ x_val[j] for j in range(L))
+        np.testing.assert_allclose(logits[b], want, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(np.delete(rows[b], i), np.delete(scores, i), rtol=1e-12)
+
+
+@pytest.mark.parametrize("arch", ["vanilla1", "vanilla3"])
+@pytest.mark.parametrize("mask_token", ["channel", "zero"])
+def test_transformer_shapes_attention_and_masking(arch, mask_token):
+    spec = models.arch_spec(arch, {"model_dim": 8, "mask_token": mask_token}, L, C)
+    params = models.init(spec, jax.random.key(10))
+    seqs = _random_seqs(11, 9, L, C)
+    sites = jnp.arange(9) % L
+    logits, rows = models.predict(spec, params, seqs, sites)
+    assert logits.shape == (9, C) and rows.shape == (9, L)
+    np.testing.assert_allclose(rows.sum(axis=-1), 1.0, rtol=1e-5)
+    _, att = models.transformer_forward(spec, params, seqs, sites)
+    assert att.shape == (spec.n_layers, 9, L, L)
+    np.testing.assert_allclose(att.sum(axis=-1), 1.0, rtol=1e-5)
+    masked_rows = att[-2:, jnp.arange(9), sites].mean(axis=0)  # layer 0, or the last two layers
+    np.testing.assert_allclose(masked_rows, rows, rtol=1e-6)
+    # the masked colour never leaks: overwrite it and nothing changes
+    changed = seqs.at[jnp.arange(9), sites].set((seqs[jnp.arange(9), sites] + 1) % C)
+    np.testing.assert_array_equal(models.predict(spec, params, changed, sites)[0], logits)
+    all_logits, att = models.predict_all_sites(spec, params, seqs)
+    assert all_logits.shape == (9, L, C) and att.shape == (L, L)
+    np.testing.assert_allclose(att.sum(axis=-1), 1.0, rtol=1e-5)
+    np.testing.assert_allclose(all_logits[jnp.arange(9), sites], logits, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("arch", ["factored", "factored_softmax", "interpolated"])
+def test_factored_family_masking(arch):
+    spec = models.arch_spec(arch, {"a": 0.5}, L, C)
+    params = models.init(spec, jax.random.key(12))
+    seqs = _random_seqs(13, 9, L, C)
+    sites = jnp.arange(9) % L
+    logits, rows = models.predict(spec, params, seqs, sites)
+    changed = seqs.at[jnp.arange(9), sites].set((seqs[jnp.arange(9), sites] + 1) % C)
+    np.testing.assert_array_equal(models.predict(spec, params, changed, sites)[0], logits)
+    if arch == "factored_softmax":
+        np.testing.assert_allclose(rows.sum(axis=-1), 1.0, rtol=1e-6)
+
+
+def test_reconstruction_metric():
+    J = np.asarray(random_couplings(jax.random.key(14), L))
+    error, r, c = train.reconstruction(jnp.asarray(-2.0 * J + 5.0 * np.eye(L)), jnp.asarray(J))
+    np.testing.assert_allclose([float(error), float(r), float(c)], [0.0, -1.0, -0.5], atol=1e-12)
+
+
+def test_factored_training_reaches_optimum_and_agrees_with_plm(potts):
+    train_seqs, test_seqs, J, U = potts
+    key = jax.random.key(15)
+    adam = train.train_mlm("factored", FAST, train_seqs, test_seqs, J, U, BETA, key)
+    sgd_cfg = {**FAST, "optimizer": "sgd", "learning_rate": 2.0}
+    sgd = train.train_mlm("factored", sgd_cfg, train_seqs, test_seqs, J, U, BETA, key)
+    fit = plm.fit_plm("factored", {}, train_seqs, test_seqs, J, U, BETA, key)
+    full = plm.fit_plm("full", {"l2": 1e-3}, train_seqs, test_seqs, J, U, BETA, key)
+    optimum = adam.optimal_loss
+    assert 0.8 < optimum < 0.98 * np.log(C)  # informative data
+    for res in (adam, sgd, fit, full):
+        assert res.metrics["test_loss"] < 1.03 * optimum
+        assert abs(res.metrics["pearson_r"]) > 0.95
+    assert len(adam.history["test_loss"]) == FAST["epochs"]
+    assert adam.history["test_loss"][-1] < adam.history["test_loss"][0]
+    off = ~np.eye(L, dtype=bool)
+    for res in (adam, sgd):  # equal up to gauge: attention maps are already scale-fitted to J
+        assert np.corrcoef(res.attention[off], fit.attention[off])[0, 1] > 0.99
+        np.testing.assert_allclose(res.metrics["train_loss"], fit.metrics["train_loss"], rtol=2e-3)
+    assert fit.params["A"].shape == (L, L) and full.params["J"].shape == (L, L, C, C)
+
+
+def test_training_is_deterministic_and_transformer_learns(potts):
+    train_seqs, test_seqs, J, U = potts
+    train_seqs, test_seqs = train_seqs[:1000], test_seqs[:500]
+    cfg = {**FAST, "epochs": 6, "model_dim": 8, "restarts": 2, "eval_every": 2}
+    runs = [
+        train.train_mlm("vanilla1", cfg, train_seqs, test_seqs, J, U, BETA, jax.random.key(k))
+        for k in (16, 16, 17)
+    ]
+    for name in runs[0].params:
+        np.testing.assert_array_equal(runs[0].params[name], runs[1].params[name])
+    for name in runs[0].history:
+        np.testing.assert_array_equal(runs[0].history[name], runs[1].history[name])
+    assert not np.array_equal(runs[0].params["embed/w"], runs[2].params["embed/w"])
+    np.testing.assert_array_equal(runs[0].history["epoch"], [2, 4, 6])
+    assert "layers/0/qkv/w" in runs[0].params
+    assert runs[0].metrics["test_loss"] < np.log(C) - 0.1
+    np.testing.assert_allclose(runs[0].attention.sum(axis=-1), 1.0, rtol=1e-6)

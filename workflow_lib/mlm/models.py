@@ -1,0 +1,290 @@
+"""Masked-language models of Potts sequences (spec §2-3), as pure functions over parameter pytrees.
+
+Architectures (``ARCHS``), all predicting the colour of one masked site:
+
+- ``factored`` (paper eq. 4): ``logits_i = sum_{j != i} A_ij V[:, s_j]`` with signed, unnormalised
+  ``A: (L, L)`` (its diagonal is masked out, so ``A_ii`` is inert) and ``V: (C, C)``. This is a
+  softmax regression with couplings ``J_ij(a, b) = A_ij V_ab`` (spec §5).
+- ``factored_softmax``: the same with ``A`` replaced by its row-softmax over ``j != i``
+  (ablation, spec §3.2).
+- ``interpolated`` (spec §2.1, Fig. 2d): one layer of unnormalised bilinear attention on the
+  ``(L + C)``-dim tokens ``x_att_j = p_j + a e_j``, ``x_val_j = e_j + a p_j`` with one-hot
+  positions ``p``, one-hot colours ``e`` (``E = I``) and the masked token's colour ``e_i = 0``.
+  With ``W = W_Q^T W_K`` of full rank, the score of the masked query is
+  ``x_att_i^T W x_att_j = A_ij + a A_col[i, s_j] [j != i]`` (the colour rows of ``W`` never meet
+  the masked query ``x_att_i = p_i``), and the value map ``[V_pos | V]`` gives
+  ``V[:, s_j] [j != i] + a V_pos[:, j]``. Hence
+  ``logits_i = factored_i + a (A V_pos^T + sum_j G_ij (V[:, s_j] + a V_pos[:, j]))_i`` with
+  ``G_ij = A_col[i, s_j] [j != i]``; parameters ``A, V, A_col: (L, C), V_pos: (C, L)`` (``A_ii``
+  enters only through the masked token's own positional value, ``A_ii a V_pos[:, i]``). At
+  ``a = 0`` the correction is an exact zero, so the model equals ``factored`` bit for bit with the
+  same ``A, V`` (``init`` draws them from the same sub-keys for both).
+- ``vanilla1`` / ``vanilla3`` (spec §2.2, the UvA tutorial-6 encoder): input Dense(d) of the one-hot
+  colours + sinusoidal positions, ``n_layers`` post-LayerNorm blocks (1 head, scaled dot-product
+  softmax attention, FFN width 2d with ReLU), output head Dense(d) -> LN -> ReLU -> Dense(C).
+  The masked site gets an extra (C+1)-th one-hot channel (``mask_token="channel"``) or a zero
+  vector (``"zero"``). Xavier-uniform weights, zero biases, no dropout.
+
+Interface: ``arch_spec(arch, cfg, L, C)`` -> hashable ``ArchSpec``; ``init(spec, key)`` -> params;
+``predict(spec, params, seqs, sites)`` -> ``(logits (B, C), attention rows (B, L))`` for one masked
+site per sequence; ``predict_all_sites(spec, params, seqs)`` -> ``(logits (B, L, C), attention map
+(L, L))`` with every site masked in turn. The attention row of a masked site ``i`` is the masked
+token's attention over positions (factored: ``A_i``; transformers: the softmax row of layer 0, or
+the mean of the last two layers when deeper); the map averages it over sequences.
+``transformer_forward`` also returns every layer's full attention weights.
+Computations run in the dtype of the parameters; ``seqs`` are integer colours ``(B, L)``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+Array = jax.Array
+Params = dict[str, Any]
+
+ARCHS = ("factored", "factored_softmax", "interpolated", "vanilla1", "vanilla3")
+LN_EPS = 1e-6  # flax.linen.LayerNorm default, as in the UvA notebook
+
+
+@dataclass(frozen=True)
+class ArchSpec:
+    """Static description of a model; hashable, so it can be a ``jit`` static argument."""
+
+    kind: str  # "factored" | "interpolated" | "transformer"
+    L: int
+    C: int
+    softmax: bool = False  # factored: row-softmax attention over j != i
+    a: float = 0.0  # interpolated: perturbation level in [0, 1]
+    n_layers: int = 1  # transformer
+    model_dim: int = 20  # transformer
+    mask_token: str = "channel"  # transformer: "channel" | "zero"
+    init_scale: float = 1.0  # factored family: A ~ N(0, s^2 / L), V ~ N(0, s^2 / C)
+
+
+def arch_spec(arch: str, cfg: dict, L: int, C: int) -> ArchSpec:
+    """Build the ``ArchSpec`` of ``arch`` (one of ``ARCHS``) from the training config."""
+    scale = float(cfg.get("init_scale", 1.0))
+    if arch in ("factored", "factored_softmax"):
+        return ArchSpec("factored", L, C, softmax=arch == "factored_softmax", init_scale=scale)
+    if arch == "interpolated":
+        a = float(cfg["a"])
+        if not 0.0 <= a <= 1.0:
+            raise ValueError(f"perturbation level a={a} outside [0, 1]")
+        return ArchSpec("interpolated", L, C, a=a, init_scale=scale)
+    if arch in ("vanilla1", "vanilla3"):
+        mask = cfg.get("mask_token", "channel")
+        if mask not in ("channel", "zero"):
+            raise ValueError(f"unknown mask_token {mask!r}; allowed: 'channel', 'zero'")
+        n_layers = int(arch[len("vanilla") :])
+        dim = int(cfg.get("model_dim", 20))
+        return ArchSpec("transformer", L, C, n_layers=n_layers, model_dim=dim, mask_token=mask)
+    raise ValueError(f"unknown architecture {arch!r}; allowed: {ARCHS}")
+
+
+# ------------------------------------------------------------------------------------ helpers
+
+
+def cross_entropy(logits: Array, targets: Array) -> Array:
+    """Mean of ``-log softmax(logits)[target]``; ``logits: (..., C)``, int ``targets: (...)``."""
+    logp = jax.nn.log_softmax(logits, axis=-1)
+    onehot = jax.nn.one_hot(targets, logits.shape[-1], dtype=logits.dtype)
+    return -jnp.sum(logp * onehot) / math.prod(targets.shape)
+
+
+def flatten_params(params: Params) -> dict[str, np.ndarray]:
+    """Nested params -> ``{"layers/0/qkv/w": array, ...}`` (names joined with ``/``)."""
+    leaves, _ = jax.tree_util.tree_flatten_with_path(params)
+    out = {}
+    for path, leaf in leaves:
+        names = [str(getattr(k, "key", getattr(k, "idx", k))) for k in path]
+        out["/".join(names)] = np.asarray(leaf)
+    return out
+
+
+def _offdiag(L: int, dtype) -> Array:
+    return 1.0 - jnp.eye(L, dtype=dtype)
+
+
+def _normal(key: Array, shape: tuple[int, ...], std: float, dtype) -> Array:
+    return std * jax.random.normal(key, shape, dtype)
+
+
+# ---------------------------------------------------------------- factored / interpolated family
+
+
+def _init_factored(spec: ArchSpec, key: Array, dtype) -> Params:
+    L, C, s = spec.L, spec.C, spec.init_scale
+    k_a, k_v, k_ac, k_vp = jax.random.split(key, 4)
+    params = {
+        "A": _normal(k_a, (L, L), s / math.sqrt(L), dtype) * _offdiag(L, dtype),
+        "V": _normal(k_v, (C, C), s / math.sqrt(C), dtype),
+    }
+    if spec.kind == "interpolated":
+        params["A_col"] = _normal(k_ac, (L, C), s / math.sqrt(L), dtype)
+        params["V_pos"] = _normal(k_vp, (C, L), s / math.sqrt(C), dtype)
+    return params
+
+
+def attention_matrix(spec: ArchSpec, A: Array) -> Array:
+    """Input-independent part of the masked token's attention, ``(L, L)`` with zero diagonal:
+    ``A`` off the diagonal, or its row-softmax over ``j != i`` when ``spec.softmax``."""
+    if spec.softmax:
+        return jax.nn.softmax(jnp.where(jnp.eye(spec.L, dtype=bool), -jnp.inf, A), axis=-1)
+    return A * _offdiag(spec.L, A.dtype)
+
+
+def _factored_all_sites(spec: ArchSpec, params: Params, seqs: Array) -> tuple[Array, Array]:
+    """Every site masked in turn: logits ``(B, L, C)`` and attention rows ``(B, L, L)``."""
+    V = params["V"]
+    onehot = jax.nn.one_hot(seqs, spec.C, dtype=V.dtype)  # (B, L, C)
+    values = onehot @ V.T  # (B, L, C): values[b, j] = V[:, s_bj]
+    w = attention_matrix(spec, params["A"])
+    logits = jnp.einsum("ij,bjc->bic", w, values)
+    if spec.kind == "factored":
+        return logits, jnp.broadcast_to(w, (seqs.shape[0], *w.shape))
+    a, V_pos = spec.a, params["V_pos"]
+    G = jnp.einsum("bjk,ik->bij", onehot, params["A_col"]) * _offdiag(spec.L, V.dtype)
+    corr = params["A"] @ V_pos.T + jnp.einsum("bij,bjc->bic", G, values + a * V_pos.T)
+    return logits + a * corr, w + a * G
+
+
+# ----------------------------------------------------------------------------- transformer
+
+
+def _dense(key: Array, n_in: int, n_out: int, dtype) -> Params:
+    limit = math.sqrt(6.0 / (n_in + n_out))  # Xavier uniform
+    w = jax.random.uniform(key, (n_in, n_out), dtype, -limit, limit)
+    return {"w": w, "b": jnp.zeros((n_out,), dtype)}
+
+
+def _layer_norm_params(d: int, dtype) -> Params:
+    return {"scale": jnp.ones((d,), dtype), "bias": jnp.zeros((d,), dtype)}
+
+
+def _init_transformer(spec: ArchSpec, key: Array, dtype) -> Params:
+    d, C = spec.model_dim, spec.C
+    n_in = C + 1 if spec.mask_token == "channel" else C
+    k_in, k_head, k_out, *k_layers = jax.random.split(key, 3 + spec.n_layers)
+    layers = []
+    for k in k_layers:
+        k_qkv, k_o, k_f1, k_f2 = jax.random.split(k, 4)
+        layers.append(
+            {
+                "qkv": _dense(k_qkv, d, 3 * d, dtype),
+                "o": _dense(k_o, d, d, dtype),
+                "ln1": _layer_norm_params(d, dtype),
+                "ffn1": _dense(k_f1, d, 2 * d, dtype),
+                "ffn2": _dense(k_f2, 2 * d, d, dtype),
+                "ln2": _layer_norm_params(d, dtype),
+            }
+        )
+    return {
+        "embed": _dense(k_in, n_in, d, dtype),
+        "layers": layers,
+        "head": {
+            "dense": _dense(k_head, d, d, dtype),
+            "ln": _layer_norm_params(d, dtype),
+            "out": _dense(k_out, d, C, dtype),
+        },
+    }
+
+
+def sinusoidal_positions(L: int, d: int, dtype) -> Array:
+    """``PE[pos, 2k] = sin(pos / 10000^(2k/d))``, ``PE[pos, 2k+1] = cos(...)``; ``(L, d)``."""
+    pos = np.arange(L)[:, None]
+    freq = np.exp(np.arange(0, d, 2) * (-math.log(10000.0) / d))
+    pe = np.zeros((L, d))
+    pe[:, 0::2] = np.sin(pos * freq)
+    pe[:, 1::2] = np.cos(pos * freq)[:, : d // 2]
+    return jnp.asarray(pe, dtype)
+
+
+def _apply_dense(p: Params, x: Array) -> Array:
+    return x @ p["w"] + p["b"]
+
+
+def _layer_norm(p: Params, x: Array) -> Array:
+    mean = jnp.mean(x, axis=-1, keepdims=True)
+    var = jnp.mean(jnp.square(x - mean), axis=-1, keepdims=True)
+    return (x - mean) * lax.rsqrt(var + LN_EPS) * p["scale"] + p["bias"]
+
+
+def _encoder_block(p: Params, x: Array) -> tuple[Array, Array]:
+    """Post-LN block on ``x: (B, L, d)``; returns the new ``x`` and attention ``(B, L, L)``."""
+    q, k, v = jnp.split(_apply_dense(p["qkv"], x), 3, axis=-1)
+    att = jax.nn.softmax(q @ jnp.swapaxes(k, -1, -2) / math.sqrt(q.shape[-1]), axis=-1)
+    x = _layer_norm(p["ln1"], x + _apply_dense(p["o"], att @ v))
+    ffn = _apply_dense(p["ffn2"], jax.nn.relu(_apply_dense(p["ffn1"], x)))
+    return _layer_norm(p["ln2"], x + ffn), att
+
+
+def transformer_forward(
+    spec: ArchSpec, params: Params, seqs: Array, sites: Array
+) -> tuple[Array, Array]:
+    """Encoder pass with site ``sites[b]`` of sequence ``b`` masked: logits at the masked sites
+    ``(B, C)`` and the attention weights of every layer ``(n_layers, B, L, L)`` (query, key)."""
+    dtype = params["embed"]["w"].dtype
+    B, L = seqs.shape
+    masked = (jnp.arange(L) == sites[:, None])[..., None]  # (B, L, 1)
+    onehot = jax.nn.one_hot(seqs, spec.C, dtype=dtype) * (1 - masked)
+    if spec.mask_token == "channel":
+        onehot = jnp.concatenate([onehot, masked.astype(dtype)], axis=-1)
+    x = _apply_dense(params["embed"], onehot) + sinusoidal_positions(L, spec.model_dim, dtype)
+    atts = []
+    for layer in params["layers"]:
+        x, att = _encoder_block(layer, x)
+        atts.append(att)
+    head = params["head"]
+    x_i = x[jnp.arange(B), sites]  # (B, d): only the masked token is read out
+    h = jax.nn.relu(_layer_norm(head["ln"], _apply_dense(head["dense"], x_i)))
+    return _apply_dense(head["out"], h), jnp.stack(atts)
+
+
+def _transformer_predict(spec: ArchSpec, params: Params, seqs: Array, sites: Array):
+    """Logits and the masked token's attention row: layer 0, or the mean of the last two."""
+    logits, att = transformer_forward(spec, params, seqs, sites)
+    rows = att[-2:, jnp.arange(seqs.shape[0]), sites]  # (min(n_layers, 2), B, L)
+    return logits, jnp.mean(rows, axis=0)
+
+
+# ------------------------------------------------------------------------------- interface
+
+
+def init(spec: ArchSpec, key: Array, dtype=jnp.float32) -> Params:
+    """Random initial parameters (see the module docstring for the laws)."""
+    if spec.kind == "transformer":
+        return _init_transformer(spec, key, dtype)
+    return _init_factored(spec, key, dtype)
+
+
+def predict(spec: ArchSpec, params: Params, seqs: Array, sites: Array) -> tuple[Array, Array]:
+    """Mask site ``sites[b]`` of sequence ``b``: logits ``(B, C)`` and the masked token's attention
+    row ``(B, L)``. ``seqs: (B, L)`` int, ``sites: (B,)`` int."""
+    if spec.kind == "transformer":
+        return _transformer_predict(spec, params, seqs, sites)
+    logits, att = _factored_all_sites(spec, params, seqs)
+    b = jnp.arange(seqs.shape[0])
+    return logits[b, sites], att[b, sites]
+
+
+def predict_all_sites(spec: ArchSpec, params: Params, seqs: Array) -> tuple[Array, Array]:
+    """Mask every site in turn: logits ``(B, L, C)`` and the attention map ``(L, L)`` (row ``i``
+    = the masked token's attention when ``i`` is masked, averaged over the ``B`` sequences)."""
+    if spec.kind != "transformer":
+        logits, att = _factored_all_sites(spec, params, seqs)
+        return logits, jnp.mean(att, axis=0)
+    B, L = seqs.shape
+
+    def one_site(i: Array) -> tuple[Array, Array]:
+        logits, rows = _transformer_predict(spec, params, seqs, jnp.full((B,), i))
+        return logits, jnp.mean(rows, axis=0)
+
+    logits, att = lax.map(one_site, jnp.arange(L))  # sequential over sites: bounded memory
+    return jnp.swapaxes(logits, 0, 1), att

@@ -1,0 +1,315 @@
+"""Masked-language-model training of the models in ``models.py`` (spec §4, Fig. 2).
+
+Protocol:
+- loss: cross-entropy of the masked colour. Transformers mask one uniformly random site per
+  sequence, redrawn at every step. The factored family (``factored``, ``factored_softmax``,
+  ``interpolated``) masks every site of every sequence at once: its per-site predictions are
+  independent, so this is the same expected loss with L times more signal per step at no extra
+  cost (spec §4); the loss is then the negative pseudo-log-likelihood per site (spec §5).
+- optimiser ``sgd`` (plain, as in the paper) or ``adam``, learning rate with cosine decay to 0 over
+  all steps, mini-batches of ``batch_size`` drawn without replacement each epoch (the remainder of
+  ``M / batch_size`` is dropped), optional ``l2 * sum ||theta||^2`` on every parameter.
+- ``restarts`` random initialisations train side by side (``vmap``); the one with the lowest final
+  full training loss (all sites) is kept. The test set never enters the choice.
+- the whole run is one ``jit``-compiled ``lax.scan`` over epochs (each a ``lax.scan`` over steps),
+  with the evaluation inside; progress is logged from the device through ``jax.debug.callback``.
+  Executables are cached per configuration and data shape, so repeated calls (seeds, realisations)
+  compile once. Training and metrics run in float32; the optimal loss and the final scale fit
+  ``c*`` in float64.
+
+Per evaluated epoch (every ``eval_every`` epochs and the last) the history holds the mean training
+mini-batch loss of the epoch, the test loss over all sites of the held-out sequences, and the
+reconstruction error / Pearson r of the attention map against ``J`` (``reconstruction``).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass
+from functools import partial
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from jax import lax
+
+from workflow_lib.mlm.models import (
+    ArchSpec,
+    Params,
+    arch_spec,
+    cross_entropy,
+    flatten_params,
+    init,
+    predict,
+    predict_all_sites,
+)
+from workflow_lib.potts.model import optimal_loss
+
+Array = jax.Array
+log = logging.getLogger("workflow_lib.mlm")
+
+TRAIN_DEFAULTS = {
+    "batch_size": 100,
+    "restarts": 2,
+    "init_scale": 1.0,
+    "model_dim": 20,
+    "mask_token": "channel",
+    "l2": 0.0,
+    "eval_every": 1,
+}
+HISTORY_KEYS = ("train_loss", "test_loss", "recon_error", "pearson_r")
+
+
+class Plan(NamedTuple):
+    """Static sizes of a run (hashable: a ``jit`` static argument)."""
+
+    epochs: int
+    steps: int  # per epoch
+    batch: int
+    restarts: int
+    l2: float
+    eval_every: int
+    log_every: int
+
+
+@dataclass
+class TrainResult:
+    """Outcome of ``train_mlm`` for the best restart.
+
+    ``history``: ``epoch`` (1-based, evaluated epochs only) and ``HISTORY_KEYS``, each ``(n_eval,)``
+    (``n_eval = epochs`` when ``eval_every = 1``; ``train_loss`` is the epoch's mean mini-batch
+    loss, ``metrics["train_loss"]`` the final loss on all sites of all training sequences);
+    ``optimal_loss``: exact-conditional loss on the
+    test set (nats); ``attention``: ``(L, L)`` final attention map (scaled by ``c*`` for the
+    factored family, raw masked-token softmax map for transformers); ``params``: flat name -> array;
+    ``metrics``: final values (the last evaluation of the best restart) and timings.
+    """
+
+    history: dict[str, np.ndarray]
+    optimal_loss: float
+    attention: np.ndarray
+    params: dict[str, np.ndarray]
+    metrics: dict[str, float]
+
+
+def reconstruction(att: Array, J: Array) -> tuple[Array, Array, Array]:
+    """Compare an attention map with ``J`` on off-diagonal entries (spec §3.3).
+
+    Returns ``(error, r, c)``: ``c = <att, J> / <att, att>``, ``error = ||J - c att||^2 / ||J||^2``
+    and the Pearson correlation ``r``. ``att, J: (L, L)``.
+    """
+    L = J.shape[0]
+    mask = 1.0 - jnp.eye(L, dtype=att.dtype)
+    a, j = att * mask, J.astype(att.dtype) * mask
+    c = jnp.sum(a * j) / jnp.sum(a * a)
+    error = jnp.sum(jnp.square(j - c * a)) / jnp.sum(j * j)
+    n = L * (L - 1)
+    da, dj = (a - jnp.sum(a) / n) * mask, (j - jnp.sum(j) / n) * mask
+    r = jnp.sum(da * dj) / jnp.sqrt(jnp.sum(da * da) * jnp.sum(dj * dj))
+    return error, r, c
+
+
+def mlm_loss(spec: ArchSpec, params: Params, seqs: Array, key: Array) -> Array:
+    """Mini-batch MLM loss: all sites (factored family) or one random site per sequence."""
+    if spec.kind != "transformer":
+        return cross_entropy(predict_all_sites(spec, params, seqs)[0], seqs)
+    sites = jax.random.randint(key, (seqs.shape[0],), 0, spec.L)
+    logits, _ = predict(spec, params, seqs, sites)
+    return cross_entropy(logits, seqs[jnp.arange(seqs.shape[0]), sites])
+
+
+def full_loss(spec: ArchSpec, params: Params, seqs: Array) -> Array:
+    """MLM loss averaged over all sites of all sequences (the test loss, eq. 3)."""
+    return cross_entropy(predict_all_sites(spec, params, seqs)[0], seqs)
+
+
+def make_optimizer(name: str, learning_rate: float, total_steps: int):
+    """``sgd`` or ``adam`` with cosine decay of the learning rate to 0 over ``total_steps``."""
+    schedule = optax.cosine_decay_schedule(learning_rate, max(total_steps, 1))
+    if name == "sgd":
+        return optax.sgd(schedule)
+    if name == "adam":
+        return optax.adam(schedule)
+    raise ValueError(f"unknown optimizer {name!r}; allowed: 'sgd', 'adam'")
+
+
+def sq_norm(params: Params) -> Array:
+    """Sum of squares of every parameter."""
+    return sum(jnp.sum(jnp.square(x)) for x in jax.tree_util.tree_leaves(params))
+
+
+def _evaluate(spec: ArchSpec, params: Params, seqs: Array, J: Array):
+    """Test metrics (``HISTORY_KEYS[1:]``) and the attention map ``(L, L)`` of one model."""
+    logits, att = predict_all_sites(spec, params, seqs)
+    error, r, _ = reconstruction(att, J)
+    return {"test_loss": cross_entropy(logits, seqs), "recon_error": error, "pearson_r": r}, att
+
+
+_CLOCK = {"epochs": 0, "steps": 0, "epoch": 0, "time": 0.0}  # host-side progress of the run
+
+
+def _log_progress(e, m, optimum) -> None:
+    """Host callback: progress line for the restart with the lowest training loss."""
+    now, e = time.perf_counter(), int(e)
+    best = int(np.argmin(m["train_loss"]))
+    rate = (e + 1 - _CLOCK["epoch"]) * _CLOCK["steps"] / max(now - _CLOCK["time"], 1e-9)
+    _CLOCK.update(epoch=e + 1, time=now)
+    log.info(
+        "epoch %d/%d  train %.4f  test %.4f  (optimal %.4f)  %.0f steps/s",
+        e + 1, _CLOCK["epochs"], m["train_loss"][best], m["test_loss"][best], optimum, rate,
+    )  # fmt: skip
+
+
+def _train(spec, opt, plan, params, keys, train, test, J, optimum):
+    """Train ``R`` restarts side by side. ``params``, ``keys``: leading restart axis ``R``.
+
+    ``optimum`` is only logged. Returns the final params, the per-epoch metrics ``(epochs, R)``
+    (NaN on epochs that are not evaluated) and the last evaluated attention maps ``(R, L, L)``.
+    """
+    steps, batch = plan.steps, plan.batch
+    evaluate = jax.vmap(_evaluate, (None, 0, None, None))
+
+    def objective(p, seqs, key):
+        data = mlm_loss(spec, p, seqs, key)
+        return data + plan.l2 * sq_norm(p), data
+
+    def epoch(state, key):  # one restart
+        k_perm, k_steps = jax.random.split(key)
+        idx = jax.random.permutation(k_perm, train.shape[0])[: steps * batch]
+
+        def step(state, xs):
+            params, opt_state = state
+            i, k = xs
+            (_, data), g = jax.value_and_grad(objective, has_aux=True)(params, train[i], k)
+            updates, opt_state = opt.update(g, opt_state, params)
+            return (optax.apply_updates(params, updates), opt_state), data
+
+        xs = (idx.reshape(steps, batch), jax.random.split(k_steps, steps))
+        state, losses = lax.scan(step, state, xs)
+        return state, jnp.mean(losses)
+
+    def skip(params, att):
+        return {k: jnp.full(plan.restarts, jnp.nan, att.dtype) for k in HISTORY_KEYS[1:]}, att
+
+    def body(carry, e):
+        state, att = carry
+        epoch_keys = jax.vmap(jax.random.fold_in, (0, None))(keys, e)
+        state, train_loss = jax.vmap(epoch)(state, epoch_keys)
+        last = e + 1 == plan.epochs
+        metrics, att = lax.cond(
+            ((e + 1) % plan.eval_every == 0) | last,
+            lambda p, _: evaluate(spec, p, test, J),
+            skip,
+            state[0],
+            att,
+        )
+        metrics = {"train_loss": train_loss, **metrics}
+        lax.cond(
+            ((e + 1) % plan.log_every == 0) | last,
+            lambda: jax.debug.callback(_log_progress, e, metrics, optimum, ordered=True),
+            lambda: None,
+        )
+        return (state, att), metrics
+
+    state = (params, jax.vmap(opt.init)(params))
+    att = jnp.zeros((plan.restarts, spec.L, spec.L), J.dtype)
+    ((params, _), att), history = lax.scan(body, (state, att), jnp.arange(plan.epochs))
+    return params, history, att
+
+
+@partial(jax.jit, static_argnames=("spec", "opt", "plan"))
+def _run(spec, opt, plan, key, train, test, J, U, beta):
+    """The whole fit as one program: optimal loss, init, training with evaluation, and the final
+    training loss of every restart (all sites) to choose the best one."""
+    optimum = optimal_loss(test, J, U, beta)
+    k_init, k_train = jax.random.split(key)
+    params = jax.vmap(lambda k: init(spec, k))(jax.random.split(k_init, plan.restarts))
+    keys = jax.random.split(k_train, plan.restarts)
+    J32 = J.astype(jnp.float32)
+    params, history, att = _train(spec, opt, plan, params, keys, train, test, J32, optimum)
+    train_losses = jax.vmap(full_loss, (None, 0, None))(spec, params, train)
+    return optimum, params, history, att, train_losses
+
+
+_reconstruction64 = jax.jit(reconstruction)
+_EXECUTABLES: dict = {}  # the last few compiled runs, by static config and argument shapes
+
+
+def _executable(spec: ArchSpec, cfg: dict, plan: Plan, args: tuple):
+    """Compiled ``_run`` for this configuration, reused across calls with equal shapes."""
+    sig = (spec, cfg["optimizer"], float(cfg["learning_rate"]), plan)
+    sig += tuple((jnp.shape(x), jnp.result_type(x)) for x in args)
+    if sig not in _EXECUTABLES:
+        opt = make_optimizer(
+            cfg["optimizer"], float(cfg["learning_rate"]), plan.epochs * plan.steps
+        )
+        while len(_EXECUTABLES) >= 8:
+            _EXECUTABLES.pop(next(iter(_EXECUTABLES)))
+        _EXECUTABLES[sig] = _run.lower(spec, opt, plan, *args).compile()
+    return _EXECUTABLES[sig]
+
+
+def train_mlm(
+    arch: str,
+    cfg: dict,
+    train_seqs: np.ndarray,
+    test_seqs: np.ndarray,
+    J: np.ndarray,
+    U: np.ndarray,
+    beta: float,
+    key: Array,
+) -> TrainResult:
+    """Train ``arch`` (see ``models.ARCHS``) by MLM on ``train_seqs: (M, L)``; evaluate on
+    ``test_seqs: (M_test, L)`` against the true model ``(J, U, beta)``.
+
+    ``cfg`` keys: ``optimizer``, ``learning_rate``, ``epochs`` (required) and ``TRAIN_DEFAULTS``.
+    """
+    t_start = time.perf_counter()
+    cfg = {**TRAIN_DEFAULTS, **cfg}
+    train = jnp.asarray(train_seqs, jnp.int32)
+    test = jnp.asarray(test_seqs, jnp.int32)
+    (M, L), C = train.shape, int(np.asarray(U).shape[0])
+    spec = arch_spec(arch, cfg, L, C)
+    n_epochs = int(cfg["epochs"])
+    batch = min(int(cfg["batch_size"]), M)
+    steps = M // batch
+    eval_every = int(cfg["eval_every"])
+    if min(n_epochs, eval_every, int(cfg["restarts"])) < 1:
+        raise ValueError("epochs, eval_every and restarts must be >= 1")
+    log_every = eval_every * max(1, math.ceil(n_epochs / (10 * eval_every)))  # evaluated epochs
+    plan = Plan(n_epochs, steps, batch, int(cfg["restarts"]), float(cfg["l2"]),
+                eval_every, log_every)  # fmt: skip
+    J64, U64 = jnp.asarray(J, jnp.float64), jnp.asarray(U, jnp.float64)
+    args = (key, train, test, J64, U64, jnp.asarray(beta, jnp.float64))
+    compiled = _executable(spec, cfg, plan, args)
+    t_compiled = time.perf_counter()
+    _CLOCK.update(epochs=n_epochs, steps=steps, epoch=0, time=t_compiled)
+    optimum, params, history, att, train_losses = jax.block_until_ready(compiled(*args))
+    t_done = time.perf_counter()
+
+    best = int(np.argmin(train_losses))
+    att = np.asarray(att[best], np.float64)
+    error, r, c = (float(x) for x in _reconstruction64(att, J64))
+    attention = att if spec.kind == "transformer" else c * att
+    history = {k: np.asarray(v[:, best], np.float64) for k, v in history.items()}
+    evaluated = ~np.isnan(history["test_loss"])
+    history = {k: v[evaluated] for k, v in history.items()}
+    history["epoch"] = np.flatnonzero(evaluated) + 1
+    metrics = {
+        "train_loss": float(train_losses[best]),
+        "test_loss": float(history["test_loss"][-1]),
+        "recon_error": error,
+        "pearson_r": r,
+        "attention_scale": c,
+        "best_restart": best,
+        "steps": n_epochs * steps,  # optimiser steps; all restarts advance together
+        "steps_per_second": n_epochs * steps / (t_done - t_compiled),
+        "compile_seconds": t_compiled - t_start,
+        "wall_seconds": time.perf_counter() - t_start,
+    }
+    best_params = jax.tree_util.tree_map(lambda x: x[best], params)
+    return TrainResult(history, float(optimum), attention, flatten_params(best_params), metrics)
