@@ -24,6 +24,11 @@ STAGES = {
     "sample_complexity": "workflow_lib.stages.mlm:sample_complexity",
     "aggregate": "workflow_lib.stages.figures:aggregate",
     "figure": "workflow_lib.stages.figures:figure",
+    "paths_features": "workflow_lib.stages.paths:paths_features",
+    "paths_theory": "workflow_lib.stages.paths:paths_theory",
+    "paths_sample": "workflow_lib.stages.paths:paths_sample",
+    "paths_tables": "workflow_lib.stages.paths:paths_tables",
+    "paths_figure": "workflow_lib.stages.paths:paths_figure",
 }
 
 
