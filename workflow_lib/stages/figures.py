@@ -72,8 +72,13 @@ def figure(job: Job) -> None:
         fig = figures.fig3_right_sample_complexity(read("sample_complexity"))
     else:
         raise ValueError(f"unknown figure panel {panel!r}")
+    save_figure(fig, job.output)
+
+
+def save_figure(fig: plt.Figure, outputs: dict[str, str]) -> None:
+    """Write ``fig`` to ``outputs['png']`` and ``outputs['pdf']`` atomically, then close it."""
     for key in ("png", "pdf"):
-        target = Path(job.output[key])
+        target = Path(outputs[key])
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_name(f".tmp-{target.name}")
         fig.savefig(tmp, dpi=150, format=key)
