@@ -61,19 +61,20 @@ def plm_table(paths: Iterable[str]) -> pd.DataFrame:
 
 def replica_table(theory_path: str, simulations_path: str) -> pd.DataFrame:
     """Theory curves and simulation points: lambda, alpha, source (theory | simulation), M,
-    eps (theory, or simulation mean), sem and n (simulations)."""
+    eps (theory, or simulation mean), sem, n and z (simulations: (mean - theory at the same
+    M) / sem)."""
     th = read_artefact(theory_path, "replica-theory/1", required=("alpha", "eps_saddle"))
-    sim = read_artefact(simulations_path, "replica-simulations/1", required=("mean", "sem"))
+    sim = read_artefact(simulations_path, "replica-simulations/1", required=("mean", "sem", "z"))
     rows = []
     for k, lam in enumerate(th["lambdas"]):
         rows.append(pd.DataFrame({"lambda": lam, "alpha": th["alpha"], "source": "theory",
                                   "M": np.nan, "eps": th["eps_saddle"][k], "sem": np.nan,
-                                  "n": np.nan}))
+                                  "n": np.nan, "z": np.nan}))
     n = sim["errors"].shape[-1]
     for k, lam in enumerate(sim["lambdas"]):
         rows.append(pd.DataFrame({"lambda": lam, "alpha": sim["alpha"], "source": "simulation",
                                   "M": sim["M"], "eps": sim["mean"][k], "sem": sim["sem"][k],
-                                  "n": n}))
+                                  "n": n, "z": sim["z"][k]}))
     df = pd.concat(rows, ignore_index=True)
     df.attrs.update(L=int(th.attrs["L"]), sigma2=float(th.attrs["sigma2"]))
     return df

@@ -64,7 +64,8 @@ def replica_sims(job: Job) -> None:
     """Ridge / minimum-norm fits on Gaussian samples, exact test error, per lambda and alpha.
 
     Datasets: ``alpha: (n_alpha,)`` (M/L), ``M: (n_alpha,)``, ``lambdas``,
-    ``errors: (n_lambda, n_alpha, realisations)``, ``mean``, ``sem``: ``(n_lambda, n_alpha)``.
+    ``errors: (n_lambda, n_alpha, realisations)``, ``mean``, ``sem``, ``theory`` (closed form at
+    each point's M/(L-1)) and ``z = (mean - theory) / sem``: ``(n_lambda, n_alpha)``.
     """
     p = job.params
     rep = p["replica"]
@@ -73,10 +74,15 @@ def replica_sims(job: Job) -> None:
     runs = [simulate.simulate_ridge(task, np.asarray(rep["sim_alphas"]), lam,
                                     rep["realisations"], rng) for lam in rep["lambdas"]]
     stack = lambda key: np.stack([r[key] for r in runs])  # noqa: E731
+    theory = np.stack([saddle.generalisation_curve(task, runs[0]["M"] / task.p, lam)
+                       for lam in rep["lambdas"]])
+    z = (stack("mean") - theory) / stack("sem")
+    log.info("simulations vs theory: max |z| = %.2f", float(np.max(np.abs(z))))
     write_artefact(
         job.output["simulations"], SIMULATIONS,
         {"alpha": runs[0]["alpha"], "M": runs[0]["M"], "lambdas": np.asarray(rep["lambdas"]),
-         "errors": stack("errors"), "mean": stack("mean"), "sem": stack("sem")},
+         "errors": stack("errors"), "mean": stack("mean"), "sem": stack("sem"),
+         "theory": theory, "z": z},
         p, seeds={"seed": p["seed"]},
         attrs={"L": task.L, "delta": rep["delta"], "sigma2": task.sigma2,
                "realisations": rep["realisations"]},
