@@ -14,7 +14,7 @@ TINY_ALL = {
     "plm": {"max_iter": 50, "restarts": 1},
     "replica": {"L": 20, "theory_alphas": 20, "sim_alphas": [0.5, 2.0], "realisations": 4,
                 "lambdas": [0.01]},
-    "sample_complexity": {"M": [2, 10, 50], "max_iter": 50, "restarts": 1},
+    "sample_complexity": {**TINY["sample_complexity"], "max_iter": 50, "restarts": 1},
 }
 
 

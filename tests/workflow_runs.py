@@ -15,6 +15,7 @@ TINY = {
     "compute": {"threads": 1},
     "potts": {"L": 5, "C": 3, "beta": 0.5},
     "sampling": {"n_train": 200, "n_test": 100, "burn_in": 50, "sweeps_between": 2, "blocks": 2},
+    "sample_complexity": {"M": [2, 10, 50]},
 }
 
 
