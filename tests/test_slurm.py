@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from tests.slurm_cluster import ClusterError, slurm_unavailable, start_cluster
+from tests.workflow_runs import TINY
 
 REPO = Path(__file__).resolve().parents[1]
 PY = sys.executable
@@ -36,10 +37,6 @@ def _merge(base: dict, over: dict) -> dict:
 def tiny_config(threads: int = 1, gpu: bool = False) -> dict:
     """Seconds-long sampling: L=5, C=3, fixed beta (no tuning), 300 saved configurations, on top
     of the shared tiny preset (``tests/workflow_runs.py``) so later config checks stay met."""
-    try:
-        from tests.workflow_runs import TINY
-    except ImportError:
-        TINY = {}
     return _merge(TINY, {
         "seed": 0, "realisations": 2, "results": "results",
         "compute": {"threads": threads, "gpu": gpu},
