@@ -15,9 +15,11 @@ include: "rules/potts.smk"
 include: "rules/train.smk"
 include: "rules/theory.smk"
 include: "rules/figures.smk"
+include: "rules/paths.smk"
 
 
 rule all:
     default_target: True
     input:
         expand(f"{RESULTS}/figures/{{panel}}.{{ext}}", panel=PANELS, ext=("png", "pdf")),
+        PATHS_FIGURES,

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+
+# One XLA thread per test process, as the workflow's single-thread jobs: far steadier timings on
+# a shared 2-core machine. Set before JAX starts its backend.
+os.environ.setdefault(
+    "XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+)
 
 import jax
 import numpy as np

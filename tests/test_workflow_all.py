@@ -15,6 +15,9 @@ TINY_ALL = {
     "replica": {"L": 20, "theory_alphas": 20, "sim_alphas": [0.5, 2.0], "realisations": 4,
                 "lambdas": [0.01]},
     "sample_complexity": {**TINY["sample_complexity"], "max_iter": 50, "restarts": 1},
+    "paths": {"experiments": ["two_paths"], "widths": [10, 1000], "sample_widths": [10],
+              "n_train": 20, "n_test": 40, "tokens": 8, "features": 16,
+              "sampler": {"warmup": 20, "samples": 20, "chains": 2}},
 }
 
 
@@ -23,7 +26,7 @@ def test_default_target_builds_every_figure(tmp_path):
     run = snakemake(tmp_path, config, timeout=900)
     assert run.returncode == 0, run.stderr[-4000:]
     figures = tmp_path / "results/figures"
-    for panel in ("fig2a", "fig2b", "fig2c", "fig2d", "fig3_left", "fig3_right"):
+    for panel in ("fig2a", "fig2b", "fig2c", "fig2d", "fig3_left", "fig3_right", "paths_fig2e"):
         for ext in ("png", "pdf"):
             assert (figures / f"{panel}.{ext}").stat().st_size > 1000
     final = pd.read_csv(tmp_path / "results/tables/training_final.csv")

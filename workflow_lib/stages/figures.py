@@ -14,7 +14,7 @@ from workflow_lib.artefacts import read_artefact
 from workflow_lib.stages import Job
 
 
-def _write_csv(df: pd.DataFrame, path: str) -> None:
+def write_csv(df: pd.DataFrame, path: str) -> None:
     """Atomic CSV write (temporary name + rename)."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -40,7 +40,7 @@ def aggregate(job: Job) -> None:
             alpha=lambda d: d["M"] / sc["M"].iloc[0] * sc["alpha"].iloc[0]),
     }
     for name, df in tables.items():
-        _write_csv(df, job.output[name])
+        write_csv(df, job.output[name])
 
 
 def _attention_maps(paths: list[str]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
