@@ -16,6 +16,7 @@ include: "rules/train.smk"
 include: "rules/theory.smk"
 include: "rules/figures.smk"
 include: "rules/paths.smk"
+include: "rules/omniglot.smk"
 
 
 rule all:
@@ -23,3 +24,4 @@ rule all:
     input:
         expand(f"{RESULTS}/figures/{{panel}}.{{ext}}", panel=PANELS, ext=("png", "pdf")),
         PATHS_FIGURES,
+        OMNIGLOT_FIGURES,

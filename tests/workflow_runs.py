@@ -16,6 +16,7 @@ TINY = {
     "potts": {"L": 5, "C": 3, "beta": 0.5},
     "sampling": {"n_train": 200, "n_test": 100, "burn_in": 50, "sweeps_between": 2, "blocks": 2},
     "sample_complexity": {"M": [2, 10, 50]},
+    "omniglot": {"enabled": False},
 }
 
 

@@ -29,6 +29,14 @@ STAGES = {
     "paths_sample": "workflow_lib.stages.paths:paths_sample",
     "paths_tables": "workflow_lib.stages.paths:paths_tables",
     "paths_figure": "workflow_lib.stages.paths:paths_figure",
+    "omniglot_data": "workflow_lib.stages.omniglot:omniglot_data",
+    "omniglot_train": "workflow_lib.stages.omniglot:omniglot_train",
+    "omniglot_features": "workflow_lib.stages.omniglot:omniglot_features",
+    "omniglot_theory": "workflow_lib.stages.omniglot:omniglot_theory",
+    "omniglot_sample": "workflow_lib.stages.omniglot:omniglot_sample",
+    "omniglot_prune": "workflow_lib.stages.omniglot:omniglot_prune",
+    "omniglot_tables": "workflow_lib.stages.omniglot:omniglot_tables",
+    "omniglot_figure": "workflow_lib.stages.omniglot:omniglot_figure",
 }
 
 

@@ -1,0 +1,60 @@
+"""Head scores from the order parameter and head pruning (spec ``attention_paths.md`` §4b).
+
+Heads are ``(layer, h)`` pairs, 0-based; a network has ``H`` heads in each of ``L`` layers and
+``H^L`` paths, flattened h_1-major. The score of a head is the total ``|U_ππ'|`` over the entries
+whose row path or column path passes through it, normalised by the largest score.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import jax.numpy as jnp
+import numpy as np
+
+Head = tuple[int, int]
+
+
+def path_heads(layers: int, heads: int) -> np.ndarray:
+    """``(H^L, L)``: the head of every layer on each path (h_1-major)."""
+    return np.array(list(np.ndindex(*([heads] * layers))), dtype=np.int64).reshape(-1, layers)
+
+
+def path_labels(layers: int, heads: int) -> list[str]:
+    """Path names such as ``"13"`` (head 1 in layer 1, head 3 in layer 2), 1-based."""
+    return ["".join(str(h + 1) for h in path) for path in path_heads(layers, heads)]
+
+
+def scores(U: np.ndarray, layers: int, heads: int) -> np.ndarray:
+    """Normalised head scores ``(L, H)`` from ``U: (H^L, H^L)``."""
+    A, through = np.abs(np.asarray(U)), path_heads(layers, heads)
+    out = np.zeros((layers, heads))
+    for layer, h in np.ndindex(layers, heads):
+        on = through[:, layer] == h
+        out[layer, h] = A[on].sum() + A[:, on].sum() - A[np.ix_(on, on)].sum()
+    return out / out.max()
+
+
+def pruning_orders(score: np.ndarray) -> dict[str, list[Head]]:
+    """Heads by increasing (``ascending``) and decreasing (``descending``) score."""
+    order = [tuple(int(i) for i in np.unravel_index(k, score.shape))
+             for k in np.argsort(score, axis=None, kind="stable")]
+    return {"ascending": order, "descending": order[::-1]}
+
+
+def removal_sequence(order: Sequence[Head], layers: int, heads: int) -> list[Head]:
+    """The heads of ``order`` in turn, skipping any whose removal would leave its layer empty."""
+    left, out = [heads] * layers, []
+    for layer, h in order:
+        if left[layer] > 1:
+            left[layer] -= 1
+            out.append((layer, h))
+    return out
+
+
+def keep_mask(layers: int, heads: int, removed: Sequence[Head]) -> tuple[jnp.ndarray, ...]:
+    """Per layer a ``(H,)`` 0/1 mask of the heads kept."""
+    mask = np.ones((layers, heads), np.float32)
+    for layer, h in removed:
+        mask[layer, h] = 0.0
+    return tuple(jnp.asarray(m) for m in mask)

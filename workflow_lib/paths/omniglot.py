@@ -1,0 +1,177 @@
+"""One-shot image classification episodes from Omniglot (spec ``attention_paths.md`` §4b).
+
+Images: the PNG drawings of the archives shipped in ``data/omniglot`` (105x105, black strokes on
+white), resized to ``size x size`` (bilinear), normalised by the Omniglot mean/std, the grey
+channel repeated 3x, and cut into ``patch x patch`` patches (row-major), each flattened
+``(h, w, channel)`` and LayerNorm-ed without affine parameters: ``(n_images, n_patches, 3 patch²)``
+tokens, ``(16, 192)`` for 32x32 images and 8x8 patches.
+
+Episodes (2-way, 1-shot, in context): two context images of two different characters, in random
+order, with the labels 0/1 assigned at random, then a query image (another drawing) of one of the
+two. The sequence is the three images' patches in that order (``T = 3 n_patches`` tokens of width
+``N0 = 3 patch²``); every token gets a frozen sinusoidal positional encoding and the frozen random
+embedding of its image's label (index 2 for the query, whose label is unknown). The target is
+``y = 2 label(query) - 1``.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from PIL import Image
+
+MEAN, STD = 0.922, 0.084  # pixel statistics of Omniglot (white = 1)
+_DRAWING = re.compile(r"(?:^|/)([^/]+)/(character\d+)/([^/]+\.png)$")
+
+
+@dataclass(frozen=True)
+class Bank:
+    """Preprocessed images of one set of characters: ``tokens: (n, n_patches, N0)`` float32 and
+    ``character: (n,)`` int32 in 0..n_characters-1, images of a character contiguous."""
+
+    tokens: np.ndarray
+    character: np.ndarray
+
+    @property
+    def n_characters(self) -> int:
+        return int(self.character.max()) + 1
+
+    @property
+    def starts(self) -> np.ndarray:
+        """``(n_characters + 1,)``: the first image index of each character, then ``n``."""
+        return np.searchsorted(self.character, np.arange(self.n_characters + 1)).astype(np.int32)
+
+    def subset(self, characters: np.ndarray) -> Bank:
+        """The images of ``characters``, renumbered 0..len-1 in increasing order."""
+        characters = np.sort(characters)
+        keep = np.isin(self.character, characters)
+        renumbered = np.searchsorted(characters, self.character[keep]).astype(np.int32)
+        return Bank(self.tokens[keep], renumbered)
+
+
+def read_drawings(archive: str | Path) -> tuple[list[np.ndarray], list[str]]:
+    """All drawings of an Omniglot zip archive as float arrays in [0, 1] (1 = white), with the
+    character (``alphabet/characterNN``) of each, sorted by path."""
+    images, names = [], []
+    with zipfile.ZipFile(archive) as zf:
+        for name in sorted(zf.namelist()):
+            match = _DRAWING.search(name)
+            if match is None:
+                continue
+            with Image.open(io.BytesIO(zf.read(name))) as im:
+                images.append(np.asarray(im.convert("L"), np.float32) / 255.0)
+            names.append(f"{match.group(1)}/{match.group(2)}")
+    if not images:
+        raise ValueError(f"{archive}: no Omniglot drawings (alphabet/characterNN/*.png) found")
+    return images, names
+
+
+def patch_tokens(images: np.ndarray, patch: int, eps: float = 1e-5) -> np.ndarray:
+    """``images: (n, S, S)`` normalised grey images -> ``(n, (S/patch)², 3 patch²)`` LayerNorm-ed
+    patch tokens (grey channel repeated 3x, patches row-major, entries ``(h, w, channel)``)."""
+    n, S, _ = images.shape
+    g = S // patch
+    p = images.reshape(n, g, patch, g, patch).transpose(0, 1, 3, 2, 4).reshape(n, g * g, -1)
+    p = np.repeat(p[..., None], 3, axis=-1).reshape(n, g * g, -1)
+    mu, var = p.mean(axis=-1, keepdims=True), p.var(axis=-1, keepdims=True)
+    return ((p - mu) / np.sqrt(var + eps)).astype(np.float32)
+
+
+def load_bank(archive: str | Path, size: int, patch: int) -> tuple[Bank, list[str]]:
+    """The preprocessed images of an archive and the character names (index = ``character``)."""
+    if size % patch:
+        raise ValueError(f"image size {size} is not a multiple of the patch size {patch}")
+    drawings, names = read_drawings(archive)
+    resized = np.stack([
+        np.asarray(Image.fromarray(d).resize((size, size), Image.BILINEAR), np.float32)
+        for d in drawings
+    ])
+    characters = sorted(set(names))
+    index = {c: i for i, c in enumerate(characters)}
+    tokens = patch_tokens((resized - MEAN) / STD, patch)
+    return Bank(tokens, np.array([index[c] for c in names], np.int32)), characters
+
+
+def positional_encoding(tokens: int, width: int) -> np.ndarray:
+    """Sinusoidal encoding ``(tokens, width)`` (``sin``/``cos`` of ``t / 10000^(2i/width)``),
+    standardised to zero mean and unit standard deviation over all its entries."""
+    t = np.arange(tokens)[:, None]
+    freq = 10000.0 ** (-np.arange(0, width, 2) / width)
+    pe = np.zeros((tokens, width))
+    pe[:, 0::2], pe[:, 1::2] = np.sin(t * freq), np.cos(t * freq)
+    return (pe - pe.mean()) / pe.std()
+
+
+@dataclass(frozen=True)
+class Embeddings:
+    """Frozen token additions: ``position: (T, N0)`` and ``label: (3, N0)`` (0, 1, unknown)."""
+
+    position: np.ndarray
+    label: np.ndarray
+
+
+def embeddings(key: jax.Array, n_patches: int, width: int, positional_scale: float,
+               label_scale: float) -> Embeddings:
+    """The positional encoding of ``3 n_patches`` tokens times ``positional_scale`` and label
+    embeddings with i.i.d. ``N(0, label_scale²)`` entries (both scales 1 in the paper's code)."""
+    label = label_scale * np.asarray(jax.random.normal(key, (3, width), jnp.float64))
+    return Embeddings(positional_scale * positional_encoding(3 * n_patches, width), label)
+
+
+@dataclass(frozen=True)
+class Episodes:
+    """``images: (n, 3)`` bank indices (context, context, query), ``context_labels: (n, 2)`` in
+    {0, 1} and ``y: (n,)`` = ±1, the query's label mapped to ±1."""
+
+    images: np.ndarray
+    context_labels: np.ndarray
+    y: np.ndarray
+
+
+def draw_episodes(key: jax.Array, bank: Bank, n: int, balanced: bool = True) -> Episodes:
+    """``n`` episodes from ``bank``; with ``balanced`` the first ``n - n // 2`` have y = +1 and
+    the rest y = -1, otherwise the query's label is a fair coin."""
+    return Episodes(*(np.asarray(a) for a in episode_draw(key, bank.starts, n, balanced)))
+
+
+def episode_draw(key: jax.Array, starts: jax.Array, n: int, balanced: bool = False):
+    """Traceable core of ``draw_episodes``: ``starts: (n_characters + 1,)`` first bank index of
+    each character (``Bank.starts``). Returns ``(images, context_labels, y)``."""
+    n_char = starts.shape[0] - 1
+    k_first, k_second, k_labels, k_query, k_shots = jax.random.split(key, 5)
+    first = jax.random.randint(k_first, (n,), 0, n_char)
+    second = (first + jax.random.randint(k_second, (n,), 1, n_char)) % n_char
+    chars = jnp.stack([first, second], axis=1)  # (n, 2), context order
+    start, size = starts[chars], starts[chars + 1] - starts[chars]
+    u = jax.random.uniform(k_shots, (n, 3))
+    shots = jnp.floor(u[:, :2] * size).astype(jnp.int32)  # drawing within the character
+    labels = jax.random.bernoulli(k_labels, 0.5, (n,)).astype(jnp.int32)
+    context_labels = jnp.stack([labels, 1 - labels], axis=1)
+    if balanced:
+        query_label = (jnp.arange(n) < n - n // 2).astype(jnp.int32)
+    else:
+        query_label = jax.random.bernoulli(k_query, 0.5, (n,)).astype(jnp.int32)
+    which = (context_labels[:, 0] != query_label).astype(jnp.int32)[:, None]
+    q_size = jnp.take_along_axis(size, which, 1)[:, 0]
+    q_shot = jnp.take_along_axis(shots, which, 1)[:, 0]
+    offset = 1 + jnp.floor(u[:, 2] * (q_size - 1)).astype(jnp.int32)  # another drawing
+    query = jnp.take_along_axis(start, which, 1)[:, 0] + (q_shot + offset) % q_size
+    images = jnp.concatenate([start + shots, query[:, None]], axis=1)
+    return images, context_labels, 2 * query_label - 1
+
+
+def sequences(tokens: jax.Array, emb: Embeddings, images: jax.Array,
+              context_labels: jax.Array) -> jax.Array:
+    """Episode inputs ``x0: (n, T, N0)`` from bank ``tokens: (n_images, n_patches, N0)``,
+    ``images: (n, 3)`` and ``context_labels: (n, 2)``."""
+    n, n_patches = images.shape[0], tokens.shape[1]
+    label_index = jnp.concatenate([context_labels, jnp.full((n, 1), 2, context_labels.dtype)], 1)
+    x = tokens[images] + jnp.asarray(emb.label, tokens.dtype)[label_index][:, :, None]
+    return x.reshape(n, 3 * n_patches, -1) + jnp.asarray(emb.position, tokens.dtype)
