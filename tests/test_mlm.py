@@ -150,6 +150,26 @@ def test_reconstruction_metric():
     np.testing.assert_allclose([float(error), float(r), float(c)], [0.0, -1.0, -0.5], atol=1e-12)
 
 
+def test_shuffle_is_a_permutation():
+    k1, k2 = jax.random.split(jax.random.key(0, impl=train.PRNG_IMPL))
+    a, b = np.asarray(train.shuffle(k1, 3000)), np.asarray(train.shuffle(k2, 3000))
+    np.testing.assert_array_equal(np.sort(a), np.arange(3000))
+    assert a.dtype == np.int32 and not np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("arch", ["factored", "vanilla1"])
+def test_training_loop_is_float32(arch):
+    """float64 (optimal loss, final c* fit) stays outside the training scan."""
+    spec = models.arch_spec(arch, {"model_dim": 8}, L, C)
+    plan = train.Plan(epochs=2, steps=2, batch=10, restarts=2, l2=0.0, eval_every=1, log_every=1)
+    seqs = np.zeros((20, L), np.int32)
+    args = (jax.random.key(0), seqs, seqs, np.zeros((L, L)), np.zeros((C, C)), np.float64(BETA))
+    opt = train.make_optimizer("adam", 0.1, 4)
+    (run,) = jax.make_jaxpr(train._run, static_argnums=(0, 1, 2))(spec, opt, plan, *args).eqns
+    scans = [eqn for eqn in run.params["jaxpr"].eqns if eqn.primitive.name == "scan"]
+    assert scans and "f64" not in "".join(map(str, scans)) and "f64" in str(run)
+
+
 def test_factored_training_reaches_optimum_and_agrees_with_plm(potts):
     train_seqs, test_seqs, J, U = potts
     key = jax.random.key(15)

@@ -8,14 +8,19 @@ Protocol:
   cost (spec §4); the loss is then the negative pseudo-log-likelihood per site (spec §5).
 - optimiser ``sgd`` (plain, as in the paper) or ``adam``, learning rate with cosine decay to 0 over
   all steps, mini-batches of ``batch_size`` drawn without replacement each epoch (the remainder of
-  ``M / batch_size`` is dropped), optional ``l2 * sum ||theta||^2`` on every parameter.
+  ``M / batch_size`` is dropped), optional ``l2 * sum ||theta||^2`` on every parameter. The epoch's
+  order sorts one 32-bit random key per sequence (``shuffle``).
 - ``restarts`` random initialisations train side by side (``vmap``); the one with the lowest final
   full training loss (all sites) is kept. The test set never enters the choice.
-- the whole run is one ``jit``-compiled ``lax.scan`` over epochs (each a ``lax.scan`` over steps),
-  with the evaluation inside; progress is logged from the device through ``jax.debug.callback``.
-  Executables are cached per configuration and data shape, so repeated calls (seeds, realisations)
-  compile once. Training and metrics run in float32; the optimal loss and the final scale fit
-  ``c*`` in float64.
+- the whole run, including the optimal loss and the final ``c*`` fit, is one ``jit``-compiled
+  program: a ``lax.scan`` over epochs (each a ``lax.scan`` over steps) with the evaluation inside;
+  progress is logged from the device through ``jax.debug.callback``. Compilation dominates short
+  runs, so the program keeps few random draws (each call site compiles to its own loop) and draws
+  them with Philox (``PRNG_IMPL``, the key's data reinterpreted), the host only reads its outputs,
+  and on CPU it compiles with ``CPU_COMPILER_OPTIONS``. Executables are cached per configuration
+  and data shape, so repeated calls (seeds, realisations) compile once. Initialisation, training
+  and metrics are traced with 32-bit defaults (``jax.enable_x64(False)``); the optimal loss and
+  ``c*`` run in float64.
 
 Per evaluated epoch (every ``eval_every`` epochs and the last) the history holds the mean training
 mini-batch loss of the epoch, the test loss over all sites of the held-out sequences, and the
@@ -62,6 +67,10 @@ TRAIN_DEFAULTS = {
     "eval_every": 1,
 }
 HISTORY_KEYS = ("train_loss", "test_loss", "recon_error", "pearson_r")
+PRNG_IMPL = "philox4x32"  # the caller's threefry2x32 key reinterpreted: 3-4x cheaper to compile
+# XLA:CPU defaults (new fusion emitters, LLVM -O3) compile this program 2x slower than the classic
+# emitters at -O2, with no faster steps (benchmarks/bench_train.py).
+CPU_COMPILER_OPTIONS = {"xla_cpu_use_fusion_emitters": False, "xla_backend_optimization_level": 2}
 
 
 class Plan(NamedTuple):
@@ -113,11 +122,11 @@ def reconstruction(att: Array, J: Array) -> tuple[Array, Array, Array]:
     return error, r, c
 
 
-def mlm_loss(spec: ArchSpec, params: Params, seqs: Array, key: Array) -> Array:
-    """Mini-batch MLM loss: all sites (factored family) or one random site per sequence."""
+def mlm_loss(spec: ArchSpec, params: Params, seqs: Array, sites: Array | None) -> Array:
+    """Mini-batch MLM loss: all sites (factored family, ``sites=None``) or the masked site
+    ``sites: (B,)`` of each sequence (transformers)."""
     if spec.kind != "transformer":
         return cross_entropy(predict_all_sites(spec, params, seqs)[0], seqs)
-    sites = jax.random.randint(key, (seqs.shape[0],), 0, spec.L)
     logits, _ = predict(spec, params, seqs, sites)
     return cross_entropy(logits, seqs[jnp.arange(seqs.shape[0]), sites])
 
@@ -137,6 +146,22 @@ def make_optimizer(name: str, learning_rate: float, total_steps: int):
     raise ValueError(f"unknown optimizer {name!r}; allowed: 'sgd', 'adam'")
 
 
+def shuffle(key: Array, n: int) -> Array:
+    """Random order of ``range(n)`` (int32) by sorting one 32-bit random key per element: one
+    round of ``jax.random.permutation``, which runs two above ~1600 elements (twice the compile
+    cost) to break ties; a tie (about ``n^2 / 2^33`` per draw) keeps its two elements in order."""
+    return lax.sort_key_val(jax.random.bits(key, (n,)), jnp.arange(n, dtype=jnp.int32))[1]
+
+
+def epoch_batches(spec: ArchSpec, plan: Plan, key: Array, n: int) -> tuple[Array, Array | None]:
+    """One epoch's mini-batches of ``n`` sequences: indices ``(steps, batch)`` drawn without
+    replacement and, for transformers, the masked site of each sequence (else ``None``)."""
+    transformer = spec.kind == "transformer"
+    k_order, k_sites = jax.random.split(key) if transformer else (key, key)
+    idx = shuffle(k_order, n)[: plan.steps * plan.batch].reshape(plan.steps, plan.batch)
+    return idx, jax.random.randint(k_sites, idx.shape, 0, spec.L) if transformer else None
+
+
 def sq_norm(params: Params) -> Array:
     """Sum of squares of every parameter."""
     return sum(jnp.sum(jnp.square(x)) for x in jax.tree_util.tree_leaves(params))
@@ -154,7 +179,7 @@ _CLOCK = {"epochs": 0, "steps": 0, "epoch": 0, "time": 0.0}  # host-side progres
 
 def _log_progress(e, m, optimum) -> None:
     """Host callback: progress line for the restart with the lowest training loss."""
-    now, e = time.perf_counter(), int(e)
+    now, e, m = time.perf_counter(), int(e), jax.device_get(m)  # numpy: no device programs
     best = int(np.argmin(m["train_loss"]))
     rate = (e + 1 - _CLOCK["epoch"]) * _CLOCK["steps"] / max(now - _CLOCK["time"], 1e-9)
     _CLOCK.update(epoch=e + 1, time=now)
@@ -170,26 +195,21 @@ def _train(spec, opt, plan, params, keys, train, test, J, optimum):
     ``optimum`` is only logged. Returns the final params, the per-epoch metrics ``(epochs, R)``
     (NaN on epochs that are not evaluated) and the last evaluated attention maps ``(R, L, L)``.
     """
-    steps, batch = plan.steps, plan.batch
     evaluate = jax.vmap(_evaluate, (None, 0, None, None))
 
-    def objective(p, seqs, key):
-        data = mlm_loss(spec, p, seqs, key)
+    def objective(p, seqs, sites):
+        data = mlm_loss(spec, p, seqs, sites)
         return data + plan.l2 * sq_norm(p), data
 
     def epoch(state, key):  # one restart
-        k_perm, k_steps = jax.random.split(key)
-        idx = jax.random.permutation(k_perm, train.shape[0])[: steps * batch]
-
         def step(state, xs):
             params, opt_state = state
-            i, k = xs
-            (_, data), g = jax.value_and_grad(objective, has_aux=True)(params, train[i], k)
+            i, sites = xs
+            (_, data), g = jax.value_and_grad(objective, has_aux=True)(params, train[i], sites)
             updates, opt_state = opt.update(g, opt_state, params)
             return (optax.apply_updates(params, updates), opt_state), data
 
-        xs = (idx.reshape(steps, batch), jax.random.split(k_steps, steps))
-        state, losses = lax.scan(step, state, xs)
+        state, losses = lax.scan(step, state, epoch_batches(spec, plan, key, train.shape[0]))
         return state, jnp.mean(losses)
 
     def skip(params, att):
@@ -223,19 +243,22 @@ def _train(spec, opt, plan, params, keys, train, test, J, optimum):
 
 @partial(jax.jit, static_argnames=("spec", "opt", "plan"))
 def _run(spec, opt, plan, key, train, test, J, U, beta):
-    """The whole fit as one program: optimal loss, init, training with evaluation, and the final
-    training loss of every restart (all sites) to choose the best one."""
+    """The whole fit as one program. Returns the optimal loss, and per restart the final params,
+    history, attention map, training loss (all sites, to choose the best restart) and the
+    float64 ``reconstruction`` of the attention map."""
     optimum = optimal_loss(test, J, U, beta)
-    k_init, k_train = jax.random.split(key)
-    params = jax.vmap(lambda k: init(spec, k))(jax.random.split(k_init, plan.restarts))
-    keys = jax.random.split(k_train, plan.restarts)
-    J32 = J.astype(jnp.float32)
-    params, history, att = _train(spec, opt, plan, params, keys, train, test, J32, optimum)
-    train_losses = jax.vmap(full_loss, (None, 0, None))(spec, params, train)
-    return optimum, params, history, att, train_losses
+    with jax.enable_x64(False):
+        key = jax.random.wrap_key_data(jax.random.key_data(key), impl=PRNG_IMPL)
+        k_init, k_train = jax.random.split(key, (2, plan.restarts))
+        params = jax.vmap(lambda k: init(spec, k))(k_init)
+        J32 = J.astype(jnp.float32)
+        logged = optimum.astype(jnp.float32)
+        params, history, att = _train(spec, opt, plan, params, k_train, train, test, J32, logged)
+        train_losses = jax.vmap(full_loss, (None, 0, None))(spec, params, train)
+    fits = jax.vmap(reconstruction, (0, None))(att.astype(J.dtype), J)
+    return optimum, params, history, att, train_losses, fits
 
 
-_reconstruction64 = jax.jit(reconstruction)
 _EXECUTABLES: dict = {}  # the last few compiled runs, by static config and argument shapes
 
 
@@ -249,7 +272,8 @@ def _executable(spec: ArchSpec, cfg: dict, plan: Plan, args: tuple):
         )
         while len(_EXECUTABLES) >= 8:
             _EXECUTABLES.pop(next(iter(_EXECUTABLES)))
-        _EXECUTABLES[sig] = _run.lower(spec, opt, plan, *args).compile()
+        options = CPU_COMPILER_OPTIONS if jax.default_backend() == "cpu" else None
+        _EXECUTABLES[sig] = _run.lower(spec, opt, plan, *args).compile(options)
     return _EXECUTABLES[sig]
 
 
@@ -270,8 +294,8 @@ def train_mlm(
     """
     t_start = time.perf_counter()
     cfg = {**TRAIN_DEFAULTS, **cfg}
-    train = jnp.asarray(train_seqs, jnp.int32)
-    test = jnp.asarray(test_seqs, jnp.int32)
+    train = np.asarray(train_seqs, np.int32)  # numpy in, numpy out: the run is one device program
+    test = np.asarray(test_seqs, np.int32)
     (M, L), C = train.shape, int(np.asarray(U).shape[0])
     spec = arch_spec(arch, cfg, L, C)
     n_epochs = int(cfg["epochs"])
@@ -283,17 +307,18 @@ def train_mlm(
     log_every = eval_every * max(1, math.ceil(n_epochs / (10 * eval_every)))  # evaluated epochs
     plan = Plan(n_epochs, steps, batch, int(cfg["restarts"]), float(cfg["l2"]),
                 eval_every, log_every)  # fmt: skip
-    J64, U64 = jnp.asarray(J, jnp.float64), jnp.asarray(U, jnp.float64)
-    args = (key, train, test, J64, U64, jnp.asarray(beta, jnp.float64))
+    J, U = np.asarray(J, np.float64), np.asarray(U, np.float64)
+    args = (key, train, test, J, U, np.float64(beta))
     compiled = _executable(spec, cfg, plan, args)
     t_compiled = time.perf_counter()
     _CLOCK.update(epochs=n_epochs, steps=steps, epoch=0, time=t_compiled)
-    optimum, params, history, att, train_losses = jax.block_until_ready(compiled(*args))
+    out = jax.device_get(compiled(*args))  # numpy from here: no more device programs
     t_done = time.perf_counter()
 
+    optimum, params, history, att, train_losses, fits = out
     best = int(np.argmin(train_losses))
+    error, r, c = (float(x[best]) for x in fits)
     att = np.asarray(att[best], np.float64)
-    error, r, c = (float(x) for x in _reconstruction64(att, J64))
     attention = att if spec.kind == "transformer" else c * att
     history = {k: np.asarray(v[:, best], np.float64) for k, v in history.items()}
     evaluated = ~np.isnan(history["test_loss"])
@@ -311,5 +336,5 @@ def train_mlm(
         "compile_seconds": t_compiled - t_start,
         "wall_seconds": time.perf_counter() - t_start,
     }
-    best_params = jax.tree_util.tree_map(lambda x: x[best], params)
-    return TrainResult(history, float(optimum), attention, flatten_params(best_params), metrics)
+    best_params = {k: v[best] for k, v in flatten_params(params).items()}
+    return TrainResult(history, float(optimum), attention, best_params, metrics)
