@@ -6,6 +6,7 @@ import os
 
 
 localrules:
+    omniglot,
     omniglot_tables,
     omniglot_figure,
 
@@ -26,16 +27,21 @@ OMNI_TABLES = ["accuracy", "order_parameters", "pc_overlaps", "head_scores", "cu
 OMNI_DATA_KEYS = ["data_dir", "train_archive", "test_archive", "validation_fraction",
                   "image_size", "patch", "positional_scale", "label_scale", "n_train",
                   "n_validation", "n_test"]
-OMNIGLOT_FIGURES = (
-    expand(f"{RESULTS}/figures/{{panel}}.{{ext}}", panel=OMNI_PANELS, ext=("png", "pdf"))
-    if OMNI["enabled"] else []
-)
+OMNI_FIGURES = expand(f"{RESULTS}/figures/{{panel}}.{{ext}}", panel=OMNI_PANELS, ext=("png", "pdf"))
+OMNIGLOT_FIGURES = OMNI_FIGURES if OMNI["enabled"] else []  # in the default target
 
 
 def omni_params(*keys):
     """The job params of an Omniglot rule: the seed, the data keys and ``keys`` of the
     ``omniglot`` config."""
     return {"seed": CFG["seed"], "omniglot": {k: OMNI[k] for k in [*OMNI_DATA_KEYS, *keys]}}
+
+
+rule omniglot:
+    """Every Omniglot figure, whether or not ``omniglot.enabled`` puts them in the default
+    target."""
+    input:
+        OMNI_FIGURES,
 
 
 rule omniglot_data:
