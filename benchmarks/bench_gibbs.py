@@ -84,7 +84,7 @@ def main() -> None:
     for R in (1, args.realisations):
         keys = jax.random.split(jax.random.key(2), R)
         Jr, Ur, br = jnp.stack([Jj] * R), jnp.stack([Uj] * R), jnp.full(R, beta)
-        n_save, between = 20, 50
+        n_save, between = 50, 200  # long enough that per-call overheads do not count
         t = timed(partial(gibbs.single_chain, keys, Jr, Ur, br, n_save=n_save, burn_in=0,
                           sweeps_between=between))
         rate = R * L * n_save * between / t
