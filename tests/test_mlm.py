@@ -209,3 +209,15 @@ def test_training_is_deterministic_and_transformer_learns(potts):
     assert "layers/0/qkv/w" in runs[0].params
     assert runs[0].metrics["test_loss"] < np.log(C) - 0.1
     np.testing.assert_allclose(runs[0].attention.sum(axis=-1), 1.0, rtol=1e-6)
+
+
+def test_reconstruction_sign_gauge():
+    """(A, V) -> (-A, -V) is the same factored model: with ``gauge`` its r does not flip."""
+    J = jax.random.normal(jax.random.key(0), (6, 6))
+    J = J + J.T
+    att = 0.3 * J + 0.1 * jax.random.normal(jax.random.key(1), (6, 6))
+    e, r, c = train.reconstruction(att, J, gauge=True)
+    e_neg, r_neg, c_neg = train.reconstruction(-att, J, gauge=True)
+    assert float(r) > 0.9 and np.isclose(float(r_neg), float(r)) and np.isclose(e_neg, e)
+    assert np.isclose(float(c_neg), -float(c))
+    assert np.isclose(float(train.reconstruction(-att, J)[1]), -float(r))

@@ -150,7 +150,7 @@ def fit_plm(
     else:
         att, fraction = rank1_map(params["J"])
         extra = {"rank1_fraction": float(fraction)}
-    error, r, c = reconstruction(att, J64)  # att has a zero diagonal in both cases
+    error, r, c = reconstruction(att, J64, gauge=True)  # zero diagonal; sign is a gauge
     metrics = {
         "train_loss": float(train_loss),
         "test_loss": float(test_loss),

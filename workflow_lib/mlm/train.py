@@ -105,11 +105,13 @@ class TrainResult:
     metrics: dict[str, float]
 
 
-def reconstruction(att: Array, J: Array) -> tuple[Array, Array, Array]:
+def reconstruction(att: Array, J: Array, gauge: bool = False) -> tuple[Array, Array, Array]:
     """Compare an attention map with ``J`` on off-diagonal entries (spec §3.3).
 
     Returns ``(error, r, c)``: ``c = <att, J> / <att, att>``, ``error = ||J - c att||^2 / ||J||^2``
-    and the Pearson correlation ``r``. ``att, J: (L, L)``.
+    and the Pearson correlation ``r``. ``att, J: (L, L)``. With ``gauge`` the map's sign is a
+    gauge freedom (factored attention: ``(A, V) -> (-A, -V)`` is the same model), so ``r`` is that
+    of the fitted map ``c att``: ``sign(c) r``.
     """
     L = J.shape[0]
     mask = 1.0 - jnp.eye(L, dtype=att.dtype)
@@ -119,7 +121,7 @@ def reconstruction(att: Array, J: Array) -> tuple[Array, Array, Array]:
     n = L * (L - 1)
     da, dj = (a - jnp.sum(a) / n) * mask, (j - jnp.sum(j) / n) * mask
     r = jnp.sum(da * dj) / jnp.sqrt(jnp.sum(da * da) * jnp.sum(dj * dj))
-    return error, r, c
+    return error, jnp.sign(c) * r if gauge else r, c
 
 
 def mlm_loss(spec: ArchSpec, params: Params, seqs: Array, sites: Array | None) -> Array:
@@ -170,7 +172,7 @@ def sq_norm(params: Params) -> Array:
 def _evaluate(spec: ArchSpec, params: Params, seqs: Array, J: Array):
     """Test metrics (``HISTORY_KEYS[1:]``) and the attention map ``(L, L)`` of one model."""
     logits, att = predict_all_sites(spec, params, seqs)
-    error, r, _ = reconstruction(att, J)
+    error, r, _ = reconstruction(att, J, gauge=spec.kind != "transformer")
     return {"test_loss": cross_entropy(logits, seqs), "recon_error": error, "pearson_r": r}, att
 
 
@@ -255,7 +257,8 @@ def _run(spec, opt, plan, key, train, test, J, U, beta):
         logged = optimum.astype(jnp.float32)
         params, history, att = _train(spec, opt, plan, params, k_train, train, test, J32, logged)
         train_losses = jax.vmap(full_loss, (None, 0, None))(spec, params, train)
-    fits = jax.vmap(reconstruction, (0, None))(att.astype(J.dtype), J)
+    gauge = spec.kind != "transformer"
+    fits = jax.vmap(partial(reconstruction, gauge=gauge), (0, None))(att.astype(J.dtype), J)
     return optimum, params, history, att, train_losses, fits
 
 
