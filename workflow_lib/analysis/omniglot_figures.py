@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from workflow_lib.analysis.paths_figures import _heatmap  # noqa: E402
+from workflow_lib.analysis.paths_figures import heatmap, overlap_bars  # noqa: E402
 
 
 def accuracy(acc: pd.DataFrame) -> plt.Figure:
@@ -53,9 +53,7 @@ def order_parameters(ops: pd.DataFrame) -> plt.Figure:
         U = ops[ops["source"] == source].pivot(index="row", columns="col", values="value")
         U = U.loc[list(labels), list(labels)].to_numpy()
         scale = float(np.abs(U).max()) if source == "gradient descent" else vmax
-        im = _heatmap(ax, U, labels, scale, f"U, {source}")
-        for text in ax.texts:
-            text.set_visible(len(labels) <= 4)
+        im = heatmap(ax, U, labels, scale, f"U, {source}", annotate=len(labels) <= 4)
         fig.colorbar(im, ax=ax, shrink=0.7)
     fig.suptitle("(c) order parameter U (paths h1 h2)", fontsize=9)
     return fig
@@ -64,14 +62,7 @@ def order_parameters(ops: pd.DataFrame) -> plt.Figure:
 def pc_overlaps(pcs: pd.DataFrame) -> plt.Figure:
     """(d) |v_k·Y|/sqrt(P) of the training-kernel PCs, finite width vs GP."""
     fig, ax = plt.subplots(figsize=(5.0, 3.2), constrained_layout=True)
-    for regime, colour, shift, label in (("fw", "C0", -0.2, "finite width"),
-                                         ("gp", "C1", 0.2, "GP limit")):
-        rows = pcs[pcs["regime"] == regime]
-        ax.bar(rows["rank"] + shift, rows["overlap"], width=0.4, color=colour, label=label)
-    ax.set_xlabel("kernel PC (by decreasing eigenvalue)")
-    ax.set_ylabel("overlap with labels")
-    ax.set_title("(d) PC-label overlaps", fontsize=9)
-    ax.legend(fontsize=7, frameon=False)
+    overlap_bars(ax, pcs, "finite width", "(d) PC-label overlaps")
     return fig
 
 

@@ -33,15 +33,32 @@ def _matrix(op: pd.DataFrame, order: tuple[str, ...]) -> np.ndarray:
     return m.loc[list(order), list(order)].to_numpy()
 
 
-def _heatmap(ax: plt.Axes, U: np.ndarray, labels: tuple[str, ...], vmax: float, title: str):
+def heatmap(ax: plt.Axes, U: np.ndarray, labels: tuple[str, ...], vmax: float, title: str,
+            annotate: bool = True):
+    """``U`` on a symmetric red-blue scale ``±vmax``, entries written in the cells if
+    ``annotate``; returns the image (for a colour bar)."""
     im = ax.imshow(U, cmap="RdBu_r", vmin=-vmax, vmax=vmax)
-    for (i, j), v in np.ndenumerate(U):
-        colour = "w" if abs(v) > 0.6 * vmax else "k"
-        ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=6, color=colour)
+    if annotate:
+        for (i, j), v in np.ndenumerate(U):
+            colour = "w" if abs(v) > 0.6 * vmax else "k"
+            ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=6, color=colour)
     ax.set_xticks(range(len(labels)), labels, fontsize=7)
     ax.set_yticks(range(len(labels)), labels, fontsize=7)
     ax.set_title(title, fontsize=8)
     return im
+
+
+def overlap_bars(ax: plt.Axes, overlaps: pd.DataFrame, fw_label: str, title: str) -> None:
+    """PC-label overlaps (columns ``regime``, ``rank``, ``overlap``): finite width (blue) next
+    to the GP limit (orange)."""
+    for regime, colour, shift in (("fw", "C0", -0.2), ("gp", "C1", 0.2)):
+        rows = overlaps[overlaps["regime"] == regime]
+        label = "GP limit" if regime == "gp" else fw_label
+        ax.bar(rows["rank"] + shift, rows["overlap"], width=0.4, color=colour, label=label)
+    ax.set_xlabel("kernel PC (by decreasing eigenvalue)")
+    ax.set_ylabel("overlap with labels")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7, frameon=False)
 
 
 def accuracy_and_order_parameter(
@@ -92,7 +109,7 @@ def accuracy_and_order_parameter(
     vmax = max(float(np.abs(m).max()) for m in mats)
     axes = np.atleast_1d(bottom.subplots(1, len(maps)))
     for a, m, (method, N) in zip(axes, mats, maps, strict=True):
-        im = _heatmap(
+        im = heatmap(
             a, m, order, vmax, f"U {'sampled' if method == 'samples' else 'theory'}, N = {N:g}"
         )
     bottom.colorbar(im, ax=axes, shrink=0.8)
@@ -113,12 +130,7 @@ def pc_overlaps(overlaps: pd.DataFrame) -> plt.Figure:
     )
     for ax, experiment in zip(axes[0], experiments, strict=True):
         df = overlaps[(overlaps["experiment"] == experiment) & (overlaps["realisation"] == 0)]
-        for regime, colour, shift in (("fw", "C0", -0.2), ("gp", "C1", 0.2)):
-            rows = df[df["regime"] == regime]
-            label = "GP limit" if regime == "gp" else f"N = {rows['N'].iloc[0]:g}"
-            ax.bar(rows["rank"] + shift, rows["overlap"], width=0.4, color=colour, label=label)
-        ax.set_xlabel("kernel PC (by decreasing eigenvalue)")
-        ax.set_ylabel("overlap with labels")
-        ax.set_title(f"(d) PC-label overlaps, {experiment.replace('_', ' ')}", fontsize=9)
-        ax.legend(fontsize=7, frameon=False)
+        width = df.loc[df["regime"] == "fw", "N"].iloc[0]
+        overlap_bars(ax, df, f"N = {width:g}",
+                     f"(d) PC-label overlaps, {experiment.replace('_', ' ')}")
     return fig

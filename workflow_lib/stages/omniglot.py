@@ -129,12 +129,15 @@ def _net(cfg: dict, n0: int) -> icl.Net:
     return icl.Net(net["width"], net["head_dim"], net["layers"], net["heads"], n0)
 
 
-def _read_model(path: str) -> tuple[icl.Params, icl.Net]:
-    art = read_artefact(path, MODEL, required=("params/a", "params/V0"))
+def _model(art: Artefact) -> tuple[icl.Params, icl.Net]:
+    """The parameters and sizes held by a model artefact."""
     params = {k.removeprefix("params/"): jnp.asarray(v) for k, v in art.data.items()
               if k.startswith("params/")}
-    net = icl.Net(*(int(art.attrs[k]) for k in icl.Net._fields))
-    return params, net
+    return params, icl.Net(*(int(art.attrs[k]) for k in icl.Net._fields))
+
+
+def _read_model(path: str) -> Artefact:
+    return read_artefact(path, MODEL, required=("params/a", "params/V0"))
 
 
 def omniglot_train(job: Job) -> None:
@@ -220,9 +223,13 @@ def omniglot_theory(job: Job) -> None:
     s2, widths, temps = cfg["prior_variance"], sorted(cfg["widths"]), sorted(cfg["temperatures"])
     phi, y = f["phi/train"], f["y/train"]
 
+    held_out = jnp.concatenate([f["phi/validation"], f["phi/test"]])  # one predictor call
+    n_val = f["y/validation"].shape[0]
+
     def accuracies(U: jax.Array, T: float) -> list[float]:
-        return [theory.accuracy(theory.predictor(phi, y, f[f"phi/{s}"], U, T)[0], f[f"y/{s}"])
-                for s in ("validation", "test")]
+        mean = theory.predictor(phi, y, held_out, U, T)[0]
+        return [theory.accuracy(mean[:n_val], f["y/validation"]),
+                theory.accuracy(mean[n_val:], f["y/test"])]
 
     gp_U = theory.gp_order_parameters(heads, s2)[0]
     gp = np.array([accuracies(gp_U, T) for T in temps])  # (nT, 2)
@@ -325,7 +332,7 @@ def omniglot_prune(job: Job) -> None:
     ``accuracy``: the unpruned model.
     """
     p = job.params
-    params, net = _read_model(job.input["model"])
+    params, net = _model(_read_model(job.input["model"]))
     x0, y = Episodes(job.input["data"]).inputs("test")
     th = read_artefact(job.input["theory"], THEORY, required=("head_scores",))
     scores = th["head_scores"]
@@ -381,7 +388,7 @@ def _tables(model_art: Artefact, th: Artefact, samples: Artefact | None,
                     "T": float(samples.attrs["temperature"]), "selected": True,
                     "validation": np.nan, "test": samples.attrs["accuracy"]})
         mats[f"samples N={samples.attrs['width']}"] = samples["U/1"].mean(axis=(0, 1))
-    params, net = _read_model(str(model_art.path))
+    params, net = _model(model_art)
     a, values, _ = icl.theory_weights(params, net)
     ubar = model.suffix_vectors(a, values)[0]
     mats["gradient descent"] = np.asarray(ubar @ ubar.T)
@@ -411,7 +418,7 @@ def omniglot_tables(job: Job) -> None:
     """CSV tables of the Omniglot study (``_tables``)."""
     samples = job.input.get("samples") or []
     tables = _tables(
-        read_artefact(job.input["model"], MODEL), read_artefact(job.input["theory"], THEORY),
+        _read_model(job.input["model"]), read_artefact(job.input["theory"], THEORY),
         read_artefact(samples[0], SAMPLES) if samples else None,
         read_artefact(job.input["pruning"], PRUNING),
     )
