@@ -25,3 +25,6 @@ rule all:
         expand(f"{RESULTS}/figures/{{panel}}.{{ext}}", panel=PANELS, ext=("png", "pdf")),
         PATHS_FIGURES,
         OMNIGLOT_FIGURES,
+
+
+derive_stage_directives()

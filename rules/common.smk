@@ -1,8 +1,13 @@
 # Config validation (before any job starts) and the helpers every rule uses.
 import json
+import os
 import sys
 
-from workflow_lib.config import ConfigError, load_config, source_digest
+from snakemake.io import strip_wildcard_constraints
+
+from workflow_lib.code_digest import stage_digest
+from workflow_lib.config import ConfigError, load_config
+from workflow_lib.stages import STAGES
 
 try:
     CFG = load_config(config)
@@ -35,5 +40,22 @@ def job(params_slice):
 
 
 def stage(name):
-    """Shell command running stage ``name`` of workflow_lib with the rule's job and log."""
+    """Shell command running stage ``name`` of workflow_lib with the rule's job and log. A rule
+    that runs stage ``name`` is named ``name``; ``derive_stage_directives`` gives it the rest."""
     return f"{PY} -m workflow_lib stage {name} --job {{params.job:q}} > {{log}} 2>&1"
+
+
+def derive_stage_directives():
+    """Give every stage rule (run after all rules are defined) what follows from its name and
+    first output ``RESULTS/X.ext``: params ``code`` (the digest of the package files its stage
+    function imports, transitively: a code edit re-runs exactly the rules whose stage reaches
+    it), log ``RESULTS/logs/X.log`` and benchmark ``RESULTS/benchmarks/X.tsv``."""
+    for each in workflow.rules:
+        if each.name not in STAGES:
+            continue
+        output = strip_wildcard_constraints(str(each.output[0]))
+        stem = os.path.splitext(os.path.relpath(output, RESULTS))[0]
+        each.set_params(code=stage_digest(STAGES[each.name]))
+        each.log_modifier = each.benchmark_modifier = each.output_modifier  # as the parser does
+        each.set_log(f"{RESULTS}/logs/{stem}.log")
+        each.benchmark = f"{RESULTS}/benchmarks/{stem}.tsv"

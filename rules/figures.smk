@@ -37,9 +37,6 @@ rule aggregate:
         **{name: f"{RESULTS}/tables/{name}.csv" for name in TABLES},
     params:
         job=job({}),
-        code=source_digest("analysis/aggregate.py", "stages/figures.py", "artefacts.py"),
-    log:
-        f"{RESULTS}/logs/aggregate.log",
     shell:
         stage("aggregate")
 
@@ -66,8 +63,5 @@ rule figure:
         panel="|".join(PANELS),
     params:
         job=job(lambda wc: {"panel": wc.panel}),
-        code=source_digest("analysis/figures.py", "stages/figures.py"),
-    log:
-        f"{RESULTS}/logs/figures/{{panel}}.log",
     shell:
         stage("figure")

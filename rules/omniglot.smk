@@ -52,11 +52,6 @@ rule omniglot_data:
         data=f"{OMNI_DIR}/data.h5",
     params:
         job=job(omni_params()),
-        code=source_digest("paths/omniglot.py", "stages/omniglot.py", "artefacts.py", "keys.py"),
-    log:
-        f"{RESULTS}/logs/omniglot/data.log",
-    benchmark:
-        f"{RESULTS}/benchmarks/omniglot/data.tsv"
     threads: 1
     shell:
         stage("omniglot_data")
@@ -69,12 +64,6 @@ rule omniglot_train:
         model=f"{OMNI_DIR}/model.h5",
     params:
         job=job(omni_params("network", "training")),
-        code=source_digest("paths/icl.py", "paths/omniglot.py", "stages/omniglot.py",
-                           "artefacts.py", "keys.py"),
-    log:
-        f"{RESULTS}/logs/omniglot/train.log",
-    benchmark:
-        f"{RESULTS}/benchmarks/omniglot/train.tsv"
     threads: THREADS
     resources:
         **GPU,
@@ -90,12 +79,6 @@ rule omniglot_features:
         features=f"{OMNI_DIR}/features.h5",
     params:
         job=job(omni_params("prior_variance")),
-        code=source_digest("paths/model.py", "paths/omniglot.py", "stages/omniglot.py",
-                           "artefacts.py"),
-    log:
-        f"{RESULTS}/logs/omniglot/features.log",
-    benchmark:
-        f"{RESULTS}/benchmarks/omniglot/features.tsv"
     threads: THREADS
     shell:
         stage("omniglot_features")
@@ -109,12 +92,6 @@ rule omniglot_theory:
     params:
         job=job(omni_params("prior_variance", "widths", "temperatures", "sample_width",
                             "n_pcs", "solver")),
-        code=source_digest("paths/model.py", "paths/theory.py", "paths/heads.py",
-                           "stages/omniglot.py", "artefacts.py"),
-    log:
-        f"{RESULTS}/logs/omniglot/theory.log",
-    benchmark:
-        f"{RESULTS}/benchmarks/omniglot/theory.tsv"
     threads: THREADS
     shell:
         stage("omniglot_theory")
@@ -128,11 +105,6 @@ rule omniglot_sample:
         samples=f"{OMNI_DIR}/samples.h5",
     params:
         job=job(omni_params("prior_variance", "sample_width", "sampler")),
-        code=source_digest("paths", "stages/omniglot.py", "artefacts.py", "keys.py"),
-    log:
-        f"{RESULTS}/logs/omniglot/samples.log",
-    benchmark:
-        f"{RESULTS}/benchmarks/omniglot/samples.tsv"
     threads: THREADS
     resources:
         **GPU,
@@ -149,10 +121,6 @@ rule omniglot_prune:
         pruning=f"{OMNI_DIR}/pruning.h5",
     params:
         job=job(omni_params()),
-        code=source_digest("paths/icl.py", "paths/heads.py", "stages/omniglot.py",
-                           "artefacts.py"),
-    log:
-        f"{RESULTS}/logs/omniglot/pruning.log",
     threads: THREADS
     shell:
         stage("omniglot_prune")
@@ -168,10 +136,6 @@ rule omniglot_tables:
         **{name: f"{OMNI_DIR}/tables/{name}.csv" for name in OMNI_TABLES},
     params:
         job=job({}),
-        code=source_digest("paths/heads.py", "paths/icl.py", "stages/omniglot.py",
-                           "stages/figures.py", "artefacts.py"),
-    log:
-        f"{RESULTS}/logs/omniglot/tables.log",
     shell:
         stage("omniglot_tables")
 
@@ -192,9 +156,5 @@ rule omniglot_figure:
         panel="|".join(OMNI_PANELS),
     params:
         job=job(lambda wc: {"panel": wc.panel}),
-        code=source_digest("analysis/omniglot_figures.py", "analysis/paths_figures.py",
-                           "stages/omniglot.py", "stages/figures.py"),
-    log:
-        f"{RESULTS}/logs/figures/{{panel}}.log",
     shell:
         stage("omniglot_figure")

@@ -44,12 +44,6 @@ rule paths_features:
         features=f"{RESULTS}/paths/r{{r}}/{{experiment}}/features.h5",
     params:
         job=job(paths_params()),
-        code=source_digest("paths/model.py", "paths/tasks.py", "stages/paths.py",
-                           "artefacts.py", "keys.py"),
-    log:
-        f"{RESULTS}/logs/paths/r{{r}}/{{experiment}}/features.log",
-    benchmark:
-        f"{RESULTS}/benchmarks/paths/r{{r}}/{{experiment}}/features.tsv"
     threads: 1
     shell:
         stage("paths_features")
@@ -62,12 +56,6 @@ rule paths_theory:
         theory=f"{RESULTS}/paths/r{{r}}/{{experiment}}/theory.h5",
     params:
         job=job(paths_params("widths", "temperature", "solver", "n_pcs")),
-        code=source_digest("paths/model.py", "paths/theory.py", "stages/paths.py",
-                           "artefacts.py"),
-    log:
-        f"{RESULTS}/logs/paths/r{{r}}/{{experiment}}/theory.log",
-    benchmark:
-        f"{RESULTS}/benchmarks/paths/r{{r}}/{{experiment}}/theory.tsv"
     threads: 1
     shell:
         stage("paths_theory")
@@ -80,11 +68,6 @@ rule paths_sample:
         samples=f"{RESULTS}/paths/r{{r}}/{{experiment}}/samples_N{{N}}.h5",
     params:
         job=job(paths_params("temperature", "sampler")),
-        code=source_digest("paths", "stages/paths.py", "artefacts.py", "keys.py"),
-    log:
-        f"{RESULTS}/logs/paths/r{{r}}/{{experiment}}/samples_N{{N}}.log",
-    benchmark:
-        f"{RESULTS}/benchmarks/paths/r{{r}}/{{experiment}}/samples_N{{N}}.tsv"
     threads: THREADS
     resources:
         **GPU,
@@ -106,10 +89,6 @@ rule paths_tables:
         **{name: f"{RESULTS}/paths/tables/{name}.csv" for name in PATHS_TABLES},
     params:
         job=job({}),
-        code=source_digest("paths/tables.py", "stages/paths.py", "stages/figures.py",
-                           "artefacts.py"),
-    log:
-        f"{RESULTS}/logs/paths/tables.log",
     shell:
         stage("paths_tables")
 
@@ -137,8 +116,5 @@ rule paths_figure:
         panel="|".join(PATHS_PANEL_TABLES),
     params:
         job=job(lambda wc: {"panel": wc.panel}),
-        code=source_digest("analysis/paths_figures.py", "stages/paths.py", "stages/figures.py"),
-    log:
-        f"{RESULTS}/logs/figures/{{panel}}.log",
     shell:
         stage("paths_figure")

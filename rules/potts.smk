@@ -18,11 +18,6 @@ rule couplings:
         job=job(
             lambda wc: {"seed": CFG["seed"], "realisation": int(wc.r), "potts": CFG["potts"]}
         ),
-        code=source_digest("potts/model.py", "stages/potts.py", "artefacts.py", "keys.py"),
-    log:
-        f"{RESULTS}/logs/couplings/r{{r}}.log",
-    benchmark:
-        f"{RESULTS}/benchmarks/couplings/r{{r}}.tsv"
     threads: 1
     shell:
         stage("couplings")
@@ -35,11 +30,6 @@ rule sample:
         samples=f"{RESULTS}/potts/r{{r}}/samples.h5",
     params:
         job=job(potts_params),
-        code=source_digest("potts", "stages/potts.py", "artefacts.py", "keys.py"),
-    log:
-        f"{RESULTS}/logs/sample/r{{r}}.log",
-    benchmark:
-        f"{RESULTS}/benchmarks/sample/r{{r}}.tsv"
     threads: THREADS
     resources:
         **GPU,

@@ -6,11 +6,6 @@ rule replica_theory:
         theory=f"{RESULTS}/theory/replica_theory.h5",
     params:
         job=job({"seed": CFG["seed"], "replica": CFG["replica"]}),
-        code=source_digest("replica", "stages/theory.py", "artefacts.py"),
-    log:
-        f"{RESULTS}/logs/replica_theory.log",
-    benchmark:
-        f"{RESULTS}/benchmarks/replica_theory.tsv"
     threads: 1
     shell:
         stage("replica_theory")
@@ -21,11 +16,6 @@ rule replica_sims:
         simulations=f"{RESULTS}/theory/replica_simulations.h5",
     params:
         job=job({"seed": CFG["seed"], "replica": CFG["replica"]}),
-        code=source_digest("replica", "stages/theory.py", "artefacts.py"),
-    log:
-        f"{RESULTS}/logs/replica_sims.log",
-    benchmark:
-        f"{RESULTS}/benchmarks/replica_sims.tsv"
     threads: 1
     shell:
         stage("replica_sims")

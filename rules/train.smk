@@ -19,11 +19,6 @@ rule train:
         arch=r"factored|factored_softmax|vanilla1|vanilla3|interp-a[0-9.]+",
     params:
         job=job(lambda wc: realisation_params(wc, arch=wc.arch, training=CFG["training"])),
-        code=source_digest("mlm", "potts/model.py", "stages/mlm.py", "artefacts.py", "keys.py"),
-    log:
-        f"{RESULTS}/logs/train/{{arch}}/r{{r}}.log",
-    benchmark:
-        f"{RESULTS}/benchmarks/train/{{arch}}/r{{r}}.tsv"
     threads: THREADS
     resources:
         **GPU,
@@ -40,11 +35,6 @@ rule plm:
         kind=r"factored|full",
     params:
         job=job(lambda wc: realisation_params(wc, kind=wc.kind, plm=CFG["plm"])),
-        code=source_digest("mlm", "potts/model.py", "stages/mlm.py", "artefacts.py", "keys.py"),
-    log:
-        f"{RESULTS}/logs/plm/{{kind}}/r{{r}}.log",
-    benchmark:
-        f"{RESULTS}/benchmarks/plm/{{kind}}/r{{r}}.tsv"
     threads: THREADS
     shell:
         stage("plm")
@@ -57,11 +47,6 @@ rule sample_complexity:
         curve=f"{RESULTS}/sample_complexity/r{{r}}.h5",
     params:
         job=job(lambda wc: realisation_params(wc, sample_complexity=CFG["sample_complexity"])),
-        code=source_digest("mlm", "potts/model.py", "stages/mlm.py", "artefacts.py", "keys.py"),
-    log:
-        f"{RESULTS}/logs/sample_complexity/r{{r}}.log",
-    benchmark:
-        f"{RESULTS}/benchmarks/sample_complexity/r{{r}}.tsv"
     threads: THREADS
     shell:
         stage("sample_complexity")

@@ -62,7 +62,7 @@ def processes_under(path: Path) -> list[str]:
 
 def full_copy(dest: Path) -> Path:
     """Workflow files plus ``workflow_lib`` and ``schemas``: run with ``PYTHONPATH=dest`` so that
-    this copy, not the installed package, is imported (and hashed by ``source_digest``)."""
+    this copy, not the installed package, is imported (and hashed by ``code_digest``)."""
     copy_workflow(dest)
     for name in ("workflow_lib", "schemas"):
         shutil.copytree(REPO / name, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
@@ -97,7 +97,7 @@ def test_killed_run_leaves_no_complete_looking_output_and_resumes(tmp_path):
     cfg["sampling"].update(sweeps_between=40000, blocks=50)  # ~15 s of sampling here
     (wd / "tiny.yaml").write_text(yaml.safe_dump(cfg))
     target = wd / TARGETS[0]
-    log = wd / "results/logs/sample/r0.log"
+    log = wd / "results/logs/potts/r0/samples.log"
     cmd = [PY, "-m", "snakemake", TARGETS[0], "--cores", "2", "--configfile", "tiny.yaml"]
     with open(wd / ".test-killed.txt", "w+") as out:
         proc = subprocess.Popen(cmd, cwd=wd, env=snakemake_env(), stdout=out,
@@ -148,7 +148,7 @@ def test_corrupt_couplings_give_a_one_line_error_naming_the_file(finished, tmp_p
     rc, out = snakemake(wd, TARGETS[0], "--forcerun", "sample")
     assert rc != 0
     assert "Error in rule sample" in out
-    log = (wd / "results/logs/sample/r0.log").read_text()
+    log = (wd / "results/logs/potts/r0/samples.log").read_text()
     errors = [line for line in log.splitlines() if line.startswith("error: ")]
     assert len(errors) == 1, log
     assert "results/potts/r0/couplings.h5" in errors[0]

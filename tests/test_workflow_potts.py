@@ -23,8 +23,8 @@ def test_sampling_rules_end_to_end_and_cached(tmp_path):
     assert first["train"].shape == (200, 5) and first["test"].shape == (100, 5)
     assert first.attrs["beta"] == 0.5 and json.loads(first.attrs["seeds"])["realisation"] == 0
     assert not np.array_equal(first["J"], second["J"])  # realisations differ
-    assert (tmp_path / "results/logs/sample/r0.log").exists()
-    assert (tmp_path / "results/benchmarks/sample/r0.tsv").exists()
+    assert (tmp_path / "results/logs/potts/r0/samples.log").exists()
+    assert (tmp_path / "results/benchmarks/potts/r0/samples.tsv").exists()
     again = snakemake(tmp_path, config, *targets)
     assert again.returncode == 0
     assert "Nothing to be done" in again.stdout + again.stderr

@@ -14,30 +14,7 @@ import logging
 import os
 import sys
 
-STAGES = {
-    "couplings": "workflow_lib.stages.potts:couplings",
-    "sample": "workflow_lib.stages.potts:sample",
-    "train": "workflow_lib.stages.mlm:train",
-    "plm": "workflow_lib.stages.mlm:plm",
-    "replica_theory": "workflow_lib.stages.theory:replica_theory",
-    "replica_sims": "workflow_lib.stages.theory:replica_sims",
-    "sample_complexity": "workflow_lib.stages.mlm:sample_complexity",
-    "aggregate": "workflow_lib.stages.figures:aggregate",
-    "figure": "workflow_lib.stages.figures:figure",
-    "paths_features": "workflow_lib.stages.paths:paths_features",
-    "paths_theory": "workflow_lib.stages.paths:paths_theory",
-    "paths_sample": "workflow_lib.stages.paths:paths_sample",
-    "paths_tables": "workflow_lib.stages.paths:paths_tables",
-    "paths_figure": "workflow_lib.stages.paths:paths_figure",
-    "omniglot_data": "workflow_lib.stages.omniglot:omniglot_data",
-    "omniglot_train": "workflow_lib.stages.omniglot:omniglot_train",
-    "omniglot_features": "workflow_lib.stages.omniglot:omniglot_features",
-    "omniglot_theory": "workflow_lib.stages.omniglot:omniglot_theory",
-    "omniglot_sample": "workflow_lib.stages.omniglot:omniglot_sample",
-    "omniglot_prune": "workflow_lib.stages.omniglot:omniglot_prune",
-    "omniglot_tables": "workflow_lib.stages.omniglot:omniglot_tables",
-    "omniglot_figure": "workflow_lib.stages.omniglot:omniglot_figure",
-}
+from workflow_lib.stages import STAGES, Job
 
 
 def _configure_jax(threads: int) -> None:
@@ -59,8 +36,6 @@ def _configure_jax(threads: int) -> None:
 
 
 def _run_stage(name: str, job_json: str) -> None:
-    from workflow_lib.stages import Job
-
     job = Job(**json.loads(job_json))
     _configure_jax(job.threads)
     module, func = STAGES[name].split(":")

@@ -119,17 +119,3 @@ def digest(params: Mapping[str, Any]) -> str:
     blob = json.dumps(params, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
-
-def source_digest(*parts: str) -> str:
-    """Hash of the source files under ``workflow_lib/<part>`` (a module file or a subpackage),
-    so that a rule re-runs when, and only when, the code it depends on changes."""
-    root = Path(__file__).resolve().parent
-    files: list[Path] = []
-    for part in parts:
-        target = root / part
-        files += sorted(target.rglob("*.py")) if target.is_dir() else [target]
-    h = hashlib.sha256()
-    for f in files:
-        h.update(str(f.relative_to(root)).encode())
-        h.update(f.read_bytes())
-    return h.hexdigest()[:16]
