@@ -44,7 +44,7 @@ rule aggregate:
 def panel_inputs(wildcards):
     tables = {t: f"{RESULTS}/tables/{t}.csv" for t in PANEL_TABLES[wildcards.panel]}
     if wildcards.panel == "fig2b":
-        main = [a for a in ("vanilla1", "vanilla3", "factored") if a in ARCHS]
+        main = [a for a in FIG2B if a in ARCHS]
         tables["models"] = [f"{RESULTS}/train/{a}/r0.h5" for a in main]
     return tables
 

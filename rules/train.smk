@@ -2,7 +2,7 @@
 # sample-complexity sweep (Fig. 3 right).
 
 ARCHS = CFG["training"]["architectures"] + [
-    f"interp-a{a:g}" for a in CFG["training"]["interpolation_a"]
+    interpolated(a) for a in CFG["training"]["interpolation_a"]
 ]
 
 
@@ -16,7 +16,7 @@ rule train:
     output:
         model=f"{RESULTS}/train/{{arch}}/r{{r}}.h5",
     wildcard_constraints:
-        arch=r"factored|factored_softmax|vanilla1|vanilla3|interp-a[0-9.]+",
+        arch=wildcard_pattern(),
     params:
         job=job(lambda wc: realisation_params(wc, arch=wc.arch, training=CFG["training"])),
     threads: THREADS

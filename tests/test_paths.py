@@ -12,11 +12,12 @@ import pytest
 import scipy.optimize
 
 import workflow_lib  # noqa: F401  (float64)
-from workflow_lib.artefacts import read_artefact
+from workflow_lib.artefacts import PATHS_SAMPLES, PATHS_THEORY, read_artefact
 from workflow_lib.config import load_config
 from workflow_lib.paths import model, sampling, tasks, theory
 from workflow_lib.stages import Job
 from workflow_lib.stages import paths as stages
+from workflow_lib.stages import paths_figures as figure_stages
 
 T_RIDGE = 0.01
 TASK = tasks.MarkovTask()  # the paper's sizes: T = 30, D = 200, N0 = 231
@@ -302,18 +303,18 @@ def test_stages_end_to_end(tmp_path):
             params={**base, "width": 10},
         )
     )
-    th = read_artefact(files["theory"], stages.THEORY, required=("U/1", "U/2", "accuracy"))
+    th = read_artefact(files["theory"], PATHS_THEORY, required=("U/1", "U/2", "accuracy"))
     assert th["U/1"].shape == (2, 4, 4)
     assert json.loads(th.attrs["gp_networks"]) == ["all", "g", "g+d"]
     assert np.all(th["grad_max"] < 1e-6) and np.all(th["hessian_min"] > 0)
-    sa = read_artefact(files["samples"], stages.SAMPLES, required=("U/1", "accept"))
+    sa = read_artefact(files["samples"], PATHS_SAMPLES, required=("U/1", "accept"))
     assert sa["U/1"].shape == (2, 20, 4, 4) and 0 <= sa.attrs["accuracy"] <= 1
     assert json.loads(sa.attrs["seeds"])["width"] == 10
     tables = {
         name: str(tmp_path / f"{name}.csv")
         for name in ("accuracy", "order_parameters", "pc_overlaps", "diagnostics")
     }
-    stages.paths_tables(
+    figure_stages.paths_tables(
         Job(input={"theory": [files["theory"]], "samples": [files["samples"]]}, output=tables)
     )
     for panel, needs in (
@@ -321,7 +322,7 @@ def test_stages_end_to_end(tmp_path):
         ("paths_fig2d", ("pc_overlaps",)),
     ):
         out = {ext: str(tmp_path / f"{panel}.{ext}") for ext in ("png", "pdf")}
-        stages.paths_figure(
+        figure_stages.paths_figure(
             Job(input={t: tables[t] for t in needs}, output=out, params={"panel": panel})
         )
         assert all((tmp_path / f"{panel}.{ext}").stat().st_size > 1000 for ext in ("png", "pdf"))

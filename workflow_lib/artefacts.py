@@ -13,8 +13,8 @@ import datetime as _dt
 import json
 import os
 import subprocess
-from collections.abc import Iterable, Mapping
-from contextlib import suppress
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,24 @@ import workflow_lib
 from workflow_lib.config import digest
 
 COMPRESS_ABOVE = 4096  # elements; larger arrays get gzip + shuffle
+
+# The schema tag of every artefact kind (attribute ``schema``), used by its writer and its readers.
+POTTS_COUPLINGS = "potts-couplings/1"
+POTTS_SAMPLES = "potts-samples/1"
+MLM_TRAIN = "mlm-train/1"
+PLM_FIT = "plm-fit/1"
+SAMPLE_COMPLEXITY = "sample-complexity/1"
+REPLICA_THEORY = "replica-theory/1"
+REPLICA_SIMULATIONS = "replica-simulations/1"
+PATHS_FEATURES = "paths-features/1"
+PATHS_THEORY = "paths-theory/1"
+PATHS_SAMPLES = "paths-samples/1"
+OMNIGLOT_DATA = "omniglot-data/1"
+OMNIGLOT_MODEL = "omniglot-model/1"
+OMNIGLOT_FEATURES = "omniglot-features/1"
+OMNIGLOT_THEORY = "omniglot-theory/1"
+OMNIGLOT_SAMPLES = "omniglot-samples/1"
+OMNIGLOT_PRUNING = "omniglot-pruning/1"
 
 
 class ArtefactError(RuntimeError):
@@ -61,6 +79,28 @@ def provenance(params: Mapping[str, Any], seeds: Mapping[str, int]) -> dict[str,
     }
 
 
+@contextmanager
+def atomic_path(path: str | Path) -> Iterator[Path]:
+    """Yield a temporary name ``.NAME.tmp-PID`` next to ``path`` to write to; rename it to
+    ``path`` when the block ends without error, delete it otherwise. Every output of the workflow
+    (HDF5, CSV, figures) is written through this."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        with suppress(FileNotFoundError):
+            tmp.unlink()
+
+
+def write_csv(df, path: str | Path) -> None:
+    """Write the pandas DataFrame ``df`` to ``path`` atomically (no index column)."""
+    with atomic_path(path) as tmp:
+        df.to_csv(tmp, index=False)
+
+
 def write_artefact(
     path: str | Path,
     schema: str,
@@ -75,23 +115,14 @@ def write_artefact(
     root attributes (results, recorded choices). Returns the final path.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        with h5py.File(tmp, "w") as f:
-            for name, value in datasets.items():
-                arr = np.asarray(value)
-                big = arr.size > COMPRESS_ABOVE
-                f.create_dataset(
-                    name, data=arr, compression="gzip" if big else None, shuffle=big,
-                )
-            for key, value in {**provenance(params, seeds), **(attrs or {})}.items():
-                f.attrs[key] = value
-            f.attrs["schema"] = schema
-        os.replace(tmp, path)
-    finally:
-        with suppress(FileNotFoundError):
-            tmp.unlink()
+    with atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
+        for name, value in datasets.items():
+            arr = np.asarray(value)
+            big = arr.size > COMPRESS_ABOVE
+            f.create_dataset(name, data=arr, compression="gzip" if big else None, shuffle=big)
+        for key, value in {**provenance(params, seeds), **(attrs or {})}.items():
+            f.attrs[key] = value
+        f.attrs["schema"] = schema
     return path
 
 
@@ -160,3 +191,11 @@ def describe(path: str | Path) -> str:
             summary = f"  min {arr.min():.4g}  mean {arr.mean():.4g}  max {arr.max():.4g}"
         lines.append(f"    {name}: {arr.shape} {arr.dtype}{summary}")
     return "\n".join(lines)
+
+
+def load_samples(path: str | Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float]:
+    """``(train: (M, L), test: (M_test, L), J: (L, L), U: (C, C), beta)`` of a Potts samples
+    artefact, sequences as int32."""
+    art = read_artefact(path, POTTS_SAMPLES, required=("train", "test", "J", "U"))
+    return (art["train"].astype(np.int32), art["test"].astype(np.int32), art["J"], art["U"],
+            float(art.attrs["beta"]))

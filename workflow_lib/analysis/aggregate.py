@@ -11,13 +11,21 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from workflow_lib.artefacts import read_artefact
+from workflow_lib.architectures import FIG2B
+from workflow_lib.artefacts import (
+    MLM_TRAIN,
+    PLM_FIT,
+    REPLICA_SIMULATIONS,
+    REPLICA_THEORY,
+    SAMPLE_COMPLEXITY,
+    read_artefact,
+)
 
 TRAIN_FINAL = ("train_loss", "test_loss", "recon_error", "pearson_r", "steps_per_second",
                "wall_seconds")
 
 
-def _seeds(attrs: dict) -> int:
+def _realisation(attrs: dict) -> int:
     import json
 
     return int(json.loads(attrs["seeds"])["realisation"])
@@ -32,9 +40,9 @@ def training_tables(paths: Iterable[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """
     history, final = [], []
     for path in paths:
-        art = read_artefact(path, "mlm-train/1", required=("history/epoch",))
+        art = read_artefact(path, MLM_TRAIN, required=("history/epoch",))
         ident = {"arch": art.attrs["arch"], "model": art.attrs["model"],
-                 "a": float(art.attrs["a"]), "realisation": _seeds(art.attrs),
+                 "a": float(art.attrs["a"]), "realisation": _realisation(art.attrs),
                  "optimal_loss": float(art.attrs["optimal_loss"])}
         h = {k.split("/", 1)[1]: v for k, v in art.data.items() if k.startswith("history/")}
         history.append(pd.DataFrame({**ident, **h}))
@@ -48,8 +56,8 @@ def plm_table(paths: Iterable[str]) -> pd.DataFrame:
     """One row per ``plm-fit/1`` artefact: kind, realisation, losses, reconstruction, cost."""
     rows = []
     for path in paths:
-        art = read_artefact(path, "plm-fit/1")
-        rows.append({"kind": art.attrs["kind"], "realisation": _seeds(art.attrs),
+        art = read_artefact(path, PLM_FIT)
+        rows.append({"kind": art.attrs["kind"], "realisation": _realisation(art.attrs),
                      "optimal_loss": float(art.attrs["optimal_loss"]),
                      **{k: float(art.attrs[k]) for k in
                         ("train_loss", "test_loss", "recon_error", "pearson_r", "iterations",
@@ -63,8 +71,8 @@ def replica_table(theory_path: str, simulations_path: str) -> pd.DataFrame:
     """Theory curves and simulation points: lambda, alpha, source (theory | simulation), M,
     eps (theory, or simulation mean), sem, n and z (simulations: (mean - theory at the same
     M) / sem)."""
-    th = read_artefact(theory_path, "replica-theory/1", required=("alpha", "eps_saddle"))
-    sim = read_artefact(simulations_path, "replica-simulations/1", required=("mean", "sem", "z"))
+    th = read_artefact(theory_path, REPLICA_THEORY, required=("alpha", "eps_saddle"))
+    sim = read_artefact(simulations_path, REPLICA_SIMULATIONS, required=("mean", "sem", "z"))
     rows = []
     for k, lam in enumerate(th["lambdas"]):
         rows.append(pd.DataFrame({"lambda": lam, "alpha": th["alpha"], "source": "theory",
@@ -85,9 +93,9 @@ def sample_complexity_table(paths: Iterable[str]) -> pd.DataFrame:
     pearson_r, optimal_loss."""
     frames = []
     for path in paths:
-        art = read_artefact(path, "sample-complexity/1", required=("M", "test_loss"))
+        art = read_artefact(path, SAMPLE_COMPLEXITY, required=("M", "test_loss"))
         frames.append(pd.DataFrame({
-            "realisation": _seeds(art.attrs), "M": art["M"],
+            "realisation": _realisation(art.attrs), "M": art["M"],
             "alpha": art["M"] / float(art.attrs["L"]), "test_loss": art["test_loss"],
             "train_loss": art["train_loss"], "pearson_r": art["pearson_r"],
             "optimal_loss": float(art.attrs["optimal_loss"]),
@@ -117,3 +125,34 @@ def summarise(df: pd.DataFrame, by: Sequence[str], values: Sequence[str]) -> pd.
     out = grouped.agg(mean="mean", std="std", n="count").reset_index()
     out["sem"] = out["std"] / np.sqrt(out["n"])
     return out.drop(columns="std")
+
+
+def attention_maps(paths: Iterable[str]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """``(J: (L, L), {arch: attention map (L, L)})`` of ``mlm-train/1`` artefacts of one
+    realisation, the maps in Fig. 2b's order."""
+    maps, J = {}, None
+    for path in paths:
+        art = read_artefact(path, MLM_TRAIN, required=("attention", "J"))
+        maps[str(art.attrs["arch"])] = art["attention"]
+        J = art["J"]
+    return J, {a: maps[a] for a in FIG2B if a in maps}
+
+
+def build_tables(train: Iterable[str], plm: Iterable[str], sample_complexity: Iterable[str],
+                 theory: str, simulations: str) -> dict[str, pd.DataFrame]:
+    """Every table of the Potts paper, by name, from the artefact paths of each stage."""
+    history, final = training_tables(train)
+    sc = sample_complexity_table(sample_complexity)
+    sc_peak = peak(sc, "M", "test_loss").to_frame().T
+    sc_peak["alpha"] = sc_peak["M"] / sc["M"].iloc[0] * sc["alpha"].iloc[0]
+    return {
+        "training_history": history,
+        "training_final": final,
+        "training_summary": summarise(final, ["arch", "a"],
+                                      ["test_loss", "excess_loss", "recon_error", "pearson_r"]),
+        "plm": plm_table(plm),
+        "replica": replica_table(theory, simulations),
+        "sample_complexity": sc,
+        "sample_complexity_summary": summarise(sc, ["M", "alpha"], ["test_loss", "train_loss"]),
+        "sample_complexity_peak": sc_peak,
+    }

@@ -7,27 +7,20 @@ import logging
 
 import numpy as np
 
-from workflow_lib.artefacts import write_artefact
+from workflow_lib.architectures import parse_arch
+from workflow_lib.artefacts import (
+    MLM_TRAIN,
+    PLM_FIT,
+    SAMPLE_COMPLEXITY,
+    load_samples,
+    write_artefact,
+)
 from workflow_lib.keys import stage_key
 from workflow_lib.mlm.plm import fit_plm
 from workflow_lib.mlm.train import train_mlm
 from workflow_lib.stages import Job
-from workflow_lib.stages.potts import load_samples
 
 log = logging.getLogger("workflow_lib.stages")
-
-TRAIN = "mlm-train/1"
-PLM = "plm-fit/1"
-SAMPLE_COMPLEXITY = "sample-complexity/1"
-INTERPOLATED = "interp-a"
-
-
-def parse_arch(name: str) -> tuple[str, float | None]:
-    """``'interp-a0.2'`` -> ``('interpolated', 0.2)``; other names -> ``(name, None)``."""
-    if name.startswith(INTERPOLATED):
-        return "interpolated", float(name[len(INTERPOLATED):])
-    return name, None
-
 
 def _scalars(metrics: dict) -> dict[str, float | int | bool]:
     return {k: v for k, v in metrics.items() if isinstance(v, int | float | bool)}
@@ -55,7 +48,7 @@ def train(job: Job) -> None:
              "%.0f steps/s", p["arch"], p["realisation"], m["test_loss"], result.optimal_loss,
              m["recon_error"], m["pearson_r"], m["steps_per_second"])
     write_artefact(
-        job.output["model"], TRAIN,
+        job.output["model"], MLM_TRAIN,
         {**{f"history/{k}": v for k, v in result.history.items()},
          **{f"params/{k}": v for k, v in result.params.items()},
          "attention": result.attention, "J": J},
@@ -83,7 +76,7 @@ def plm(job: Job) -> None:
              p["realisation"], m["test_loss"], result.optimal_loss, m["pearson_r"],
              m["iterations"], m["wall_seconds"])
     write_artefact(
-        job.output["fit"], PLM,
+        job.output["fit"], PLM_FIT,
         {**{f"params/{k}": v for k, v in result.params.items()},
          "attention": result.attention, "J": J},
         p, seeds={"seed": p["seed"], "realisation": p["realisation"]},

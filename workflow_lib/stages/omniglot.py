@@ -15,12 +15,12 @@ import numpy as np
 import pandas as pd
 
 from workflow_lib.analysis import omniglot_figures
-from workflow_lib.artefacts import Artefact, read_artefact, write_artefact
+from workflow_lib.analysis.save import save_figure
+from workflow_lib.artefacts import Artefact, read_artefact, write_artefact, write_csv
 from workflow_lib.keys import stage_key
 from workflow_lib.paths import heads as head_scores
 from workflow_lib.paths import icl, model, omniglot, sampling, theory
 from workflow_lib.stages import Job
-from workflow_lib.stages.figures import save_figure, write_csv
 
 log = logging.getLogger("workflow_lib.paths")
 

@@ -6,16 +6,12 @@ import logging
 
 import numpy as np
 
-from workflow_lib.artefacts import read_artefact, write_artefact
+from workflow_lib.artefacts import POTTS_COUPLINGS, POTTS_SAMPLES, read_artefact, write_artefact
 from workflow_lib.keys import stage_key
 from workflow_lib.potts import model, sampling
 from workflow_lib.stages import Job
 
 log = logging.getLogger("workflow_lib.stages")
-
-COUPLINGS = "potts-couplings/1"
-SAMPLES = "potts-samples/1"
-
 
 def couplings(job: Job) -> None:
     """Write ``J: (L, L)`` and ``U: (C, C)`` of realisation ``params['realisation']``."""
@@ -23,7 +19,7 @@ def couplings(job: Job) -> None:
     key = stage_key(p["seed"], "couplings", p["realisation"])
     J, U = model.draw_couplings(key, p["potts"]["L"], p["potts"]["C"], p["potts"]["U"])
     write_artefact(
-        job.output["couplings"], COUPLINGS, {"J": J, "U": U}, p,
+        job.output["couplings"], POTTS_COUPLINGS, {"J": J, "U": U}, p,
         seeds={"seed": p["seed"], "realisation": p["realisation"]},
         attrs={"L": J.shape[0], "C": U.shape[0], "U_kind": p["potts"]["U"]},
     )
@@ -37,7 +33,7 @@ def sample(job: Job) -> None:
     ``split_position``, and, when tuned, ``tuning/beta`` and ``tuning/hamming: (rounds, K)``.
     """
     p = job.params
-    cpl = read_artefact(job.input["couplings"], COUPLINGS, required=("J", "U"))
+    cpl = read_artefact(job.input["couplings"], POTTS_COUPLINGS, required=("J", "U"))
     J, U = cpl["J"], cpl["U"]
     key = stage_key(p["seed"], "sample", p["realisation"])
     protocol = p["sampling"]["protocol"]
@@ -56,7 +52,7 @@ def sample(job: Job) -> None:
         data.tau_int_sweeps, data.ess, data.optimal_test_loss,
     )
     write_artefact(
-        job.output["samples"], SAMPLES,
+        job.output["samples"], POTTS_SAMPLES,
         {
             "train": data.train.astype(dtype), "test": data.test.astype(dtype),
             "J": J, "U": U, "saved_energy": data.saved_energy,
@@ -72,9 +68,3 @@ def sample(job: Job) -> None:
         },
     )
 
-
-def load_samples(path: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float]:
-    """``(train, test, J, U, beta)`` of a samples artefact, sequences as int32."""
-    art = read_artefact(path, SAMPLES, required=("train", "test", "J", "U"))
-    return (art["train"].astype(np.int32), art["test"].astype(np.int32), art["J"], art["U"],
-            float(art.attrs["beta"]))

@@ -1,5 +1,5 @@
-"""Stages of the sample-complexity analysis: replica theory, Gaussian-model simulations
-(Fig. 3 left) and factored attention on Potts data over the training-set size (Fig. 3 right)."""
+"""Stages ``replica_theory`` and ``replica_sims``: the replica theory of the square-loss problem and
+its Gaussian-model simulations (Fig. 3 left). The Fig. 3 right sweep is ``stages.mlm``."""
 
 from __future__ import annotations
 
@@ -8,15 +8,11 @@ import zlib
 
 import numpy as np
 
-from workflow_lib.artefacts import write_artefact
+from workflow_lib.artefacts import REPLICA_SIMULATIONS, REPLICA_THEORY, write_artefact
 from workflow_lib.replica import gaussian, saddle, simulate
 from workflow_lib.stages import Job
 
 log = logging.getLogger("workflow_lib.stages")
-
-THEORY = "replica-theory/1"
-SIMULATIONS = "replica-simulations/1"
-
 
 def _task(p: dict) -> gaussian.GaussianTask:
     """The Gaussian-model instance: one GOE J drawn from the config seed."""
@@ -49,7 +45,7 @@ def replica_theory(job: Job) -> None:
     log.info("replica theory: %d alphas x %d lambdas, max relative saddle/closed-form gap %.2e",
              len(alpha), len(lambdas), gap)
     write_artefact(
-        job.output["theory"], THEORY,
+        job.output["theory"], REPLICA_THEORY,
         {"alpha": alpha, "lambdas": lambdas, "eps_saddle": eps, "eps_closed_form": closed,
          "m": field("m"), "q": field("q"), "V": field("V")},
         p, seeds={"seed": p["seed"]},
@@ -79,7 +75,7 @@ def replica_sims(job: Job) -> None:
     z = (stack("mean") - theory) / stack("sem")
     log.info("simulations vs theory: max |z| = %.2f", float(np.max(np.abs(z))))
     write_artefact(
-        job.output["simulations"], SIMULATIONS,
+        job.output["simulations"], REPLICA_SIMULATIONS,
         {"alpha": runs[0]["alpha"], "M": runs[0]["M"], "lambdas": np.asarray(rep["lambdas"]),
          "errors": stack("errors"), "mean": stack("mean"), "sem": stack("sem"),
          "theory": theory, "z": z},

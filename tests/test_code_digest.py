@@ -1,0 +1,114 @@
+"""Code digests of the stages: derived from the import graph, complete, and exact.
+
+The end-to-end check (an edited module re-runs exactly the dependent Snakemake jobs) is
+``test_faults.py::test_editing_code_reruns_only_dependent_rules``.
+"""
+
+from __future__ import annotations
+
+import dis
+import importlib
+import inspect
+import shutil
+import types
+from pathlib import Path
+
+import pytest
+
+from workflow_lib import code_digest
+from workflow_lib.stages import STAGES
+
+
+def _runtime_files(target: str) -> set[Path]:
+    """Package files whose functions, classes or modules the stage function loads as globals at
+    run time (its bytecode), following helpers of the stage module: independent of the AST."""
+    module_name, name = target.split(":")
+    module = importlib.import_module(module_name)
+    files: set[Path] = set()
+    seen: set[str] = set()
+    todo = [getattr(module, name)]
+    while todo:
+        func = todo.pop()
+        codes = [func.__code__]
+        while codes:
+            code = codes.pop()
+            codes += [c for c in code.co_consts if isinstance(c, types.CodeType)]
+            for ref in {i.argval for i in dis.get_instructions(code) if i.opname == "LOAD_GLOBAL"}:
+                obj = module.__dict__.get(ref)
+                if isinstance(obj, types.ModuleType):
+                    where = getattr(obj, "__file__", None)
+                elif inspect.isfunction(obj) or inspect.isclass(obj):
+                    where = inspect.getsourcefile(obj)
+                    local = obj.__module__ == module_name and inspect.isfunction(obj)
+                    if local and ref not in seen:
+                        seen.add(ref)
+                        todo.append(obj)
+                else:
+                    continue
+                if where and Path(where).resolve().is_relative_to(code_digest.ROOT):
+                    files.add(Path(where).resolve())
+    return files
+
+
+@pytest.mark.parametrize("name", sorted(STAGES))
+def test_digest_covers_everything_the_stage_function_uses(name):
+    files = set(code_digest.stage_files(STAGES[name]))
+    missing = _runtime_files(STAGES[name]) - files
+    assert not missing, sorted(str(m) for m in missing)
+    assert code_digest.ROOT / "__main__.py" in files  # the command line runs every stage
+
+
+def test_digest_of_a_function_leaves_out_its_module_neighbours():
+    """``couplings`` and ``sample`` share a module; only ``sample`` runs the Gibbs sampler."""
+    gibbs = code_digest.ROOT / "potts" / "gibbs.py"
+    assert gibbs in code_digest.stage_files(STAGES["sample"])
+    assert gibbs not in code_digest.stage_files(STAGES["couplings"])
+
+
+@pytest.fixture
+def package(tmp_path) -> Path:
+    """A copy of the package to edit."""
+    root = tmp_path / "workflow_lib"
+    shutil.copytree(code_digest.ROOT, root, ignore=shutil.ignore_patterns("__pycache__"))
+    return root
+
+
+def _digests(root: Path) -> dict[str, str]:
+    return {name: code_digest.stage_digest(target, root) for name, target in STAGES.items()}
+
+
+def _changed(before: dict[str, str], after: dict[str, str]) -> set[str]:
+    return {name for name in before if before[name] != after[name]}
+
+
+def test_deep_edit_changes_exactly_the_dependent_stages(package):
+    before = _digests(package)
+    with open(package / "potts" / "diagnostics.py", "a") as f:  # stage -> sampling -> diagnostics
+        f.write("\n# an edit\n")
+    assert _changed(before, _digests(package)) == {"sample"}
+    before = _digests(package)
+    with open(package / "mlm" / "models.py", "a") as f:  # stage -> mlm.plm / mlm.train -> models
+        f.write("\n# an edit\n")
+    assert _changed(before, _digests(package)) == {"train", "plm", "sample_complexity"}
+
+
+def test_module_joining_the_import_graph_later_is_picked_up(package):
+    (package / "replica" / "extra.py").write_text("SCALE = 1.0\n")
+    before = _digests(package)
+    assert _changed(before, _digests(package)) == set()  # not imported yet: no stage depends on it
+    saddle = package / "replica" / "saddle.py"
+    saddle.write_text("from workflow_lib.replica import extra  # noqa: F401\n" + saddle.read_text())
+    after = _digests(package)
+    assert _changed(before, after) == {"replica_theory", "replica_sims"}
+    with open(package / "replica" / "extra.py", "a") as f:
+        f.write("SCALE = 2.0\n")
+    assert _changed(after, _digests(package)) == {"replica_theory", "replica_sims"}
+
+
+def test_relative_and_function_local_imports_are_followed(package):
+    (package / "replica" / "extra.py").write_text("SCALE = 1.0\n")
+    simulate = package / "replica" / "simulate.py"
+    simulate.write_text(simulate.read_text() + "\n\ndef _late():\n    from . import extra\n"
+                        "    return extra.SCALE\n")
+    assert package / "replica" / "extra.py" in code_digest.stage_files(STAGES["replica_sims"],
+                                                                       package)

@@ -1,0 +1,29 @@
+"""Architecture names, in one place: the trainable ones (the schema's enum of
+``training.architectures``), the interpolated family ``interp-a<a>`` (Fig. 2d) and the order of
+Fig. 2b's panels."""
+
+from __future__ import annotations
+
+from workflow_lib.config import load_schema
+
+_TRAINING = load_schema()["properties"]["training"]["properties"]
+ARCHITECTURES: tuple[str, ...] = tuple(_TRAINING["architectures"]["items"]["enum"])
+INTERPOLATED = "interp-a"  # + the mixing a, e.g. interp-a0.2
+FIG2B = ("vanilla1", "vanilla3", "factored")  # Fig. 2b: J, then these maps left to right
+
+
+def interpolated(a: float) -> str:
+    """``0.2`` -> ``'interp-a0.2'``: the run name of the interpolated layer at mixing ``a``."""
+    return f"{INTERPOLATED}{a:g}"
+
+
+def parse_arch(name: str) -> tuple[str, float | None]:
+    """``'interp-a0.2'`` -> ``('interpolated', 0.2)``; other names -> ``(name, None)``."""
+    if name.startswith(INTERPOLATED):
+        return "interpolated", float(name[len(INTERPOLATED):])
+    return name, None
+
+
+def wildcard_pattern() -> str:
+    """Regular expression of every run name (the ``arch`` wildcard of the training rule)."""
+    return "|".join([*ARCHITECTURES, INTERPOLATED + r"[0-9.e+-]+"])
