@@ -168,11 +168,17 @@ def test_editing_code_reruns_only_dependent_rules(finished, tmp_path):
     rc, out = snakemake(wd, *TARGETS, "--dry-run", env=env, timeout=300)
     assert rc == 0 and planned(out) == {}, out[-3000:]
 
-    with open(wd / "workflow_lib/potts/gibbs.py", "a") as f:
-        f.write("\n# an edit of the sampler\n")
-    rc, out = snakemake(wd, *TARGETS, "--dry-run", env=env, timeout=300)
-    assert rc == 0, out[-3000:]
-    assert planned(out) == {"sample": 2}, out[-3000:]
+    # each edit is cumulative: module edited -> jobs planned (both realisations)
+    for module, jobs in (
+        ("mlm/models.py", {}),  # not reached by the stages of these targets
+        ("potts/gibbs.py", {"sample": 2}),  # stage -> potts.sampling -> potts.gibbs
+        ("potts/model.py", {"couplings": 2, "sample": 2}),  # reached by both stages
+    ):
+        with open(wd / "workflow_lib" / module, "a") as f:
+            f.write("\n# an edit\n")
+        rc, out = snakemake(wd, *TARGETS, "--dry-run", env=env, timeout=300)
+        assert rc == 0, out[-3000:]
+        assert planned(out) == jobs, (module, out[-3000:])
 
 
 def test_slurm_profile_resubmits_failed_jobs():

@@ -176,7 +176,8 @@ def test_factored_training_reaches_optimum_and_agrees_with_plm(potts):
     adam = train.train_mlm("factored", FAST, train_seqs, test_seqs, J, U, BETA, key)
     sgd_cfg = {**FAST, "optimizer": "sgd", "learning_rate": 2.0}
     sgd = train.train_mlm("factored", sgd_cfg, train_seqs, test_seqs, J, U, BETA, key)
-    fit = plm.fit_plm("factored", {}, train_seqs, test_seqs, J, U, BETA, key)
+    # 4 restarts: with the schema's 2, both starts end in a local minimum here (r = 0.92)
+    fit = plm.fit_plm("factored", {"restarts": 4}, train_seqs, test_seqs, J, U, BETA, key)
     full = plm.fit_plm("full", {"l2": 1e-3}, train_seqs, test_seqs, J, U, BETA, key)
     optimum = adam.optimal_loss
     assert 0.8 < optimum < 0.98 * np.log(C)  # informative data

@@ -29,6 +29,18 @@ def load_schema() -> dict:
     return json.loads(SCHEMA_PATH.read_text())
 
 
+def schema_default(key: str) -> Any:
+    """The schema's default of the dotted config ``key`` (e.g. ``'training.init_scale'``): the one
+    place defaults live, for code, benchmarks and tests alike."""
+    node = load_schema()
+    try:
+        for part in key.split("."):
+            node = node["properties"][part]
+        return node["default"]
+    except KeyError:
+        raise KeyError(f"the config schema has no default for {key!r}") from None
+
+
 def _fill_defaults(schema: dict, instance: dict) -> None:
     for key, sub in schema.get("properties", {}).items():
         if key not in instance and "default" in sub:

@@ -46,6 +46,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from workflow_lib.config import schema_default
+
 Array = jax.Array
 Params = dict[str, Any]
 
@@ -63,14 +65,15 @@ class ArchSpec:
     softmax: bool = False  # factored: row-softmax attention over j != i
     a: float = 0.0  # interpolated: perturbation level in [0, 1]
     n_layers: int = 1  # transformer
-    model_dim: int = 20  # transformer
-    mask_token: str = "channel"  # transformer: "channel" | "zero"
-    init_scale: float = 1.0  # factored family: A ~ N(0, s^2 / L), V ~ N(0, s^2 / C)
+    model_dim: int = schema_default("training.model_dim")  # transformer
+    mask_token: str = schema_default("training.mask_token")  # transformer: "channel" | "zero"
+    # factored family: A ~ N(0, s^2 / L), V ~ N(0, s^2 / C) with s = init_scale
+    init_scale: float = schema_default("training.init_scale")
 
 
 def arch_spec(arch: str, cfg: dict, L: int, C: int) -> ArchSpec:
     """Build the ``ArchSpec`` of ``arch`` (one of ``ARCHS``) from the training config."""
-    scale = float(cfg.get("init_scale", 1.0))
+    scale = float(cfg.get("init_scale", ArchSpec.init_scale))
     if arch in ("factored", "factored_softmax"):
         return ArchSpec("factored", L, C, softmax=arch == "factored_softmax", init_scale=scale)
     if arch == "interpolated":
@@ -79,11 +82,11 @@ def arch_spec(arch: str, cfg: dict, L: int, C: int) -> ArchSpec:
             raise ValueError(f"perturbation level a={a} outside [0, 1]")
         return ArchSpec("interpolated", L, C, a=a, init_scale=scale)
     if arch in ("vanilla1", "vanilla3"):
-        mask = cfg.get("mask_token", "channel")
+        mask = cfg.get("mask_token", ArchSpec.mask_token)
         if mask not in ("channel", "zero"):
             raise ValueError(f"unknown mask_token {mask!r}; allowed: 'channel', 'zero'")
         n_layers = int(arch[len("vanilla") :])
-        dim = int(cfg.get("model_dim", 20))
+        dim = int(cfg.get("model_dim", ArchSpec.model_dim))
         return ArchSpec("transformer", L, C, n_layers=n_layers, model_dim=dim, mask_token=mask)
     raise ValueError(f"unknown architecture {arch!r}; allowed: {ARCHS}")
 

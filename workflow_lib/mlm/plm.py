@@ -31,6 +31,7 @@ import numpy as np
 import scipy.optimize
 from jax.flatten_util import ravel_pytree
 
+from workflow_lib.config import schema_default
 from workflow_lib.mlm.models import ArchSpec, Params, cross_entropy, flatten_params, init
 from workflow_lib.mlm.train import full_loss, reconstruction, sq_norm
 from workflow_lib.potts.model import optimal_loss
@@ -39,9 +40,10 @@ Array = jax.Array
 PLM_KINDS = ("factored", "full")
 # A good start converges in ~100-150 L-BFGS iterations at L = C = 20. Some random factored starts
 # stall in a local minimum or on a slow plateau (seen: 2-15 % above the best loss); max_iter cuts
-# the plateaus short and the other restarts beat them.
-PLM_DEFAULTS = {"max_iter": 500, "tol": 1e-9, "restarts": 4, "init_scale": 1.0}
-PLM_L2_DEFAULT = {"factored": 0.0, "full": 0.01}
+# the plateaus short and the other restarts beat them. Defaults: the schema's ``plm`` section.
+PLM_DEFAULTS = {"tol": 1e-9, "init_scale": 1.0, "max_iter": schema_default("plm.max_iter"),
+                "restarts": schema_default("plm.restarts")}
+PLM_L2_DEFAULT = {kind: schema_default(f"plm.l2_{kind}") for kind in PLM_KINDS}
 
 
 @dataclass

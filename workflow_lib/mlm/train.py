@@ -42,6 +42,7 @@ import numpy as np
 import optax
 from jax import lax
 
+from workflow_lib.config import schema_default
 from workflow_lib.mlm.models import (
     ArchSpec,
     Params,
@@ -57,14 +58,9 @@ from workflow_lib.potts.model import optimal_loss
 Array = jax.Array
 log = logging.getLogger("workflow_lib.mlm")
 
-TRAIN_DEFAULTS = {
-    "batch_size": 100,
-    "restarts": 2,
-    "init_scale": 1.0,
-    "model_dim": 20,
-    "mask_token": "channel",
-    "l2": 0.0,
-    "eval_every": 1,
+TRAIN_DEFAULTS = {  # the schema's defaults of the optional keys
+    k: schema_default(f"training.{k}")
+    for k in ("batch_size", "restarts", "init_scale", "model_dim", "mask_token", "l2", "eval_every")
 }
 HISTORY_KEYS = ("train_loss", "test_loss", "recon_error", "pearson_r")
 PRNG_IMPL = "philox4x32"  # the caller's threefry2x32 key reinterpreted: 3-4x cheaper to compile

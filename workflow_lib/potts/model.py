@@ -73,11 +73,6 @@ def energy(seqs: Array, J: Array, U: Array) -> Array:
     return -0.5 * jnp.sum(J * pair, axis=(-2, -1))
 
 
-def hamming_distance(a: Array, b: Array) -> Array:
-    """Normalised Hamming distance ``(1/L) sum_i 1[a_i != b_i]`` over the last axis."""
-    return jnp.mean(a != b, axis=-1)
-
-
 def mean_pairwise_hamming(seqs: np.ndarray) -> float:
     """Mean normalised Hamming distance over all unordered pairs of rows of ``seqs: (n, L)``.
 
