@@ -9,7 +9,7 @@ import zlib
 import numpy as np
 
 from workflow_lib.artefacts import REPLICA_SIMULATIONS, REPLICA_THEORY, write_artefact
-from workflow_lib.replica import gaussian, saddle, simulate
+from workflow_lib.replica import curves, gaussian
 from workflow_lib.stages import Job
 
 log = logging.getLogger("workflow_lib.stages")
@@ -32,22 +32,13 @@ def replica_theory(job: Job) -> None:
     rep = p["replica"]
     task = _task(p)
     alpha = np.geomspace(rep["alpha_min"], rep["alpha_max"], rep["theory_alphas"])
-    alpha_np = alpha * task.L / task.p
     lambdas = np.asarray(rep["lambdas"], dtype=np.float64)
-    points = [[saddle.solve_saddle_point(task, a, lam) if a != 1 or lam > 0 else None
-               for a in alpha_np] for lam in lambdas]
-    field = lambda name: np.array([[getattr(s, name) if s else np.inf for s in row]  # noqa: E731
-                                   for row in points])
-    closed = np.stack([saddle.generalisation_curve(task, alpha_np, lam) for lam in lambdas])
-    eps = field("eps_g")
-    finite = np.isfinite(eps) & np.isfinite(closed)
-    gap = float(np.max(np.abs(eps - closed)[finite] / closed[finite]))
+    grid = curves.theory_grid(task, alpha, lambdas)
+    gap = grid.pop("max_relative_gap")
     log.info("replica theory: %d alphas x %d lambdas, max relative saddle/closed-form gap %.2e",
              len(alpha), len(lambdas), gap)
     write_artefact(
-        job.output["theory"], REPLICA_THEORY,
-        {"alpha": alpha, "lambdas": lambdas, "eps_saddle": eps, "eps_closed_form": closed,
-         "m": field("m"), "q": field("q"), "V": field("V")},
+        job.output["theory"], REPLICA_THEORY, {"alpha": alpha, "lambdas": lambdas, **grid},
         p, seeds={"seed": p["seed"]},
         attrs={"L": task.L, "delta": rep["delta"], "sigma2": task.sigma2, "rho": task.rho,
                "Sigma_ii": task.sigma2 + task.rho, "max_relative_gap": gap,
@@ -67,18 +58,12 @@ def replica_sims(job: Job) -> None:
     rep = p["replica"]
     task = _task(p)
     rng = np.random.default_rng([p["seed"], zlib.crc32(b"replica-simulations")])
-    runs = [simulate.simulate_ridge(task, np.asarray(rep["sim_alphas"]), lam,
-                                    rep["realisations"], rng) for lam in rep["lambdas"]]
-    stack = lambda key: np.stack([r[key] for r in runs])  # noqa: E731
-    theory = np.stack([saddle.generalisation_curve(task, runs[0]["M"] / task.p, lam)
-                       for lam in rep["lambdas"]])
-    z = (stack("mean") - theory) / stack("sem")
-    log.info("simulations vs theory: max |z| = %.2f", float(np.max(np.abs(z))))
+    sims = curves.simulation_grid(task, rep["sim_alphas"], rep["lambdas"], rep["realisations"],
+                                  rng)
+    log.info("simulations vs theory: max |z| = %.2f", float(np.max(np.abs(sims["z"]))))
     write_artefact(
         job.output["simulations"], REPLICA_SIMULATIONS,
-        {"alpha": runs[0]["alpha"], "M": runs[0]["M"], "lambdas": np.asarray(rep["lambdas"]),
-         "errors": stack("errors"), "mean": stack("mean"), "sem": stack("sem"),
-         "theory": theory, "z": z},
+        {"lambdas": np.asarray(rep["lambdas"]), **sims},
         p, seeds={"seed": p["seed"]},
         attrs={"L": task.L, "delta": rep["delta"], "sigma2": task.sigma2,
                "realisations": rep["realisations"]},
