@@ -1,13 +1,13 @@
 """Fault tolerance of the workflow (any machine, no SLURM): a run killed mid-job resumes, a
 corrupt input artefact gives a one-line error naming the file, editing code re-runs only the
-rules that depend on it, and the SLURM profile resubmits failed jobs.
+rules that depend on it, and the SLURM profile resubmits failed jobs. The corrupt-input and
+code-edit tests work on clones of the session's shared tiny run (``tests/conftest.py``).
 """
 
 from __future__ import annotations
 
 import os
 import re
-import shutil
 import signal
 import subprocess
 import time
@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from tests.test_slurm import PY, REPO, TARGETS, copy_workflow, run, snakemake_env, tiny_config
+from tests.workflow_runs import clone, copy_env
 from workflow_lib.artefacts import ArtefactError, read_artefact
 
 pytestmark = pytest.mark.slow
@@ -58,37 +59,6 @@ def processes_under(path: Path) -> list[str]:
         if str(path) in cmd:
             found.append(cmd)
     return found
-
-
-def full_copy(dest: Path) -> Path:
-    """Workflow files plus ``workflow_lib`` and ``schemas``: run with ``PYTHONPATH=dest`` so that
-    this copy, not the installed package, is imported (and hashed by ``code_digest``)."""
-    copy_workflow(dest)
-    for name in ("workflow_lib", "schemas"):
-        shutil.copytree(REPO / name, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
-    return dest
-
-
-def copy_env(wd: Path) -> dict[str, str]:
-    env = snakemake_env()
-    env["PYTHONPATH"] = os.pathsep.join([str(wd), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    return env
-
-
-@pytest.fixture(scope="module")
-def finished(tmp_path_factory) -> Path:
-    """A full copy of the repository with the tiny run of both realisations finished."""
-    wd = full_copy(tmp_path_factory.mktemp("finished") / "wf")
-    (wd / "tiny.yaml").write_text(yaml.safe_dump(tiny_config()))
-    rc, out = snakemake(wd, *TARGETS, env=copy_env(wd))
-    assert rc == 0, out[-5000:]
-    return wd
-
-
-def clone(finished: Path, dest: Path) -> Path:
-    """A copy of the finished run (mtimes and .snakemake metadata kept)."""
-    shutil.copytree(finished, dest, symlinks=True, ignore=shutil.ignore_patterns(".test-*"))
-    return dest
 
 
 def test_killed_run_leaves_no_complete_looking_output_and_resumes(tmp_path):
@@ -138,8 +108,8 @@ def test_killed_run_leaves_no_complete_looking_output_and_resumes(tmp_path):
 
 
 @pytest.mark.parametrize("damage", ["junk", "truncated"])
-def test_corrupt_couplings_give_a_one_line_error_naming_the_file(finished, tmp_path, damage):
-    wd = clone(finished, tmp_path / "wf")
+def test_corrupt_couplings_give_a_one_line_error_naming_the_file(tiny_run, tmp_path, damage):
+    wd = clone(tiny_run, tmp_path / "wf")
     couplings = wd / "results/potts/r0/couplings.h5"
     data = couplings.read_bytes()
     couplings.write_bytes(b"this is not HDF5\n" * 64 if damage == "junk" else data[:1024])
@@ -158,8 +128,8 @@ def test_corrupt_couplings_give_a_one_line_error_naming_the_file(finished, tmp_p
     assert not (wd / TARGETS[0]).exists()  # the forced job's old output is gone, not stale
 
 
-def test_editing_code_reruns_only_dependent_rules(finished, tmp_path):
-    wd = clone(finished, tmp_path / "wf")
+def test_editing_code_reruns_only_dependent_rules(tiny_run, tmp_path):
+    wd = clone(tiny_run, tmp_path / "wf")
     env = copy_env(wd)
     where = subprocess.run([PY, "-c", "import workflow_lib; print(workflow_lib.__file__)"],
                            cwd=wd, env=env, capture_output=True, text=True, timeout=60)

@@ -7,25 +7,23 @@ import sys
 import numpy as np
 import pytest
 
-from tests.workflow_runs import TINY, snakemake, write_config
-from workflow_lib.artefacts import read_artefact
+from tests.workflow_runs import TINY, snakemake, snakemake_in, write_config
+from workflow_lib.artefacts import POTTS_SAMPLES, read_artefact
 
 pytestmark = pytest.mark.slow
 
 
-def test_sampling_rules_end_to_end_and_cached(tmp_path):
-    config = write_config(tmp_path, TINY)
-    targets = [str(tmp_path / f"results/potts/r{r}/samples.h5") for r in (0, 1)]
-    run = snakemake(tmp_path, config, *targets)
-    assert run.returncode == 0, run.stderr[-3000:]
-    first = read_artefact(targets[0], "potts-samples/1", required=("train", "test", "J", "U"))
-    second = read_artefact(targets[1], "potts-samples/1")
+def test_sampling_rules_end_to_end_and_cached(tiny_run):
+    """The couplings and sample rules of the session's shared tiny run (``tests/conftest.py``)."""
+    targets = [f"results/potts/r{r}/samples.h5" for r in (0, 1)]
+    first = read_artefact(tiny_run / targets[0], POTTS_SAMPLES, required=("train", "test", "J"))
+    second = read_artefact(tiny_run / targets[1], POTTS_SAMPLES)
     assert first["train"].shape == (200, 5) and first["test"].shape == (100, 5)
     assert first.attrs["beta"] == 0.5 and json.loads(first.attrs["seeds"])["realisation"] == 0
     assert not np.array_equal(first["J"], second["J"])  # realisations differ
-    assert (tmp_path / "results/logs/potts/r0/samples.log").exists()
-    assert (tmp_path / "results/benchmarks/potts/r0/samples.tsv").exists()
-    again = snakemake(tmp_path, config, *targets)
+    assert (tiny_run / "results/logs/potts/r0/samples.log").exists()
+    assert (tiny_run / "results/benchmarks/potts/r0/samples.tsv").exists()
+    again = snakemake_in(tiny_run, *targets, "-n")
     assert again.returncode == 0
     assert "Nothing to be done" in again.stdout + again.stderr
 

@@ -1,7 +1,10 @@
-"""Helpers for tests that run the real workflow with Snakemake on tiny configs."""
+"""Helpers for tests that run the real workflow with Snakemake on tiny configs, and the tiny
+configs themselves."""
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +22,28 @@ TINY = {
     "omniglot": {"enabled": False},
 }
 
+# Every rule of the default target, Omniglot included, in seconds per job.
+TINY_ALL = {
+    **TINY,
+    "training": {"architectures": ["factored", "vanilla1"], "interpolation_a": [0.0, 1.0],
+                 "epochs": 4, "eval_every": 2, "restarts": 1},
+    "plm": {"max_iter": 50, "restarts": 1},
+    "replica": {"L": 20, "theory_alphas": 20, "sim_alphas": [0.5, 2.0], "realisations": 4,
+                "lambdas": [0.01]},
+    "sample_complexity": {**TINY["sample_complexity"], "max_iter": 50, "restarts": 1},
+    "paths": {"experiments": ["two_paths"], "widths": [10, 1000], "sample_widths": [10],
+              "n_train": 20, "n_test": 40, "tokens": 8, "features": 16,
+              "sampler": {"warmup": 20, "samples": 20, "chains": 2}},
+    "omniglot": {"n_train": 20, "n_validation": 20, "n_test": 40,
+                 "network": {"width": 8, "head_dim": 4, "layers": 2, "heads": 2},
+                 "training": {"steps": 20, "batch": 8, "log_every": 10},
+                 "widths": [10, 1000], "temperatures": [0.1, 1.0], "n_pcs": 5,
+                 "sampler": {"warmup": 10, "samples": 10, "chains": 1}},
+}
+
+# What a workflow copy holds besides its own workflow_lib and schemas (``data`` is linked).
+WORKFLOW_FILES = ("Snakefile", "rules", "config.yaml", "config", "slurm", "report")
+
 
 def write_config(tmp: Path, overrides: dict) -> Path:
     path = tmp / "tiny.yaml"
@@ -31,3 +56,40 @@ def snakemake(tmp: Path, config: Path, *args: str, timeout: int = 600):
     cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(tmp),
            "--configfile", str(config), "--cores", "2", *args]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+
+
+def repo_copy(dest: Path) -> Path:
+    """The workflow with its own copy of ``workflow_lib`` and ``schemas`` in ``dest`` (the
+    Omniglot data linked): run it with ``copy_env(dest)`` so that this copy is imported (and
+    hashed for the code digests), and may be edited."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in (*WORKFLOW_FILES, "workflow_lib", "schemas"):
+        src = ROOT / name
+        if src.is_dir():
+            shutil.copytree(src, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(src, dest / name)
+    (dest / "data").symlink_to(ROOT / "data", target_is_directory=True)
+    return dest
+
+
+def copy_env(wd: Path) -> dict[str, str]:
+    """The environment that imports ``workflow_lib`` from the copy ``wd``."""
+    env = dict(os.environ)
+    env.pop("SNAKEMAKE_PROFILE", None)
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    env["PYTHONPATH"] = os.pathsep.join([str(wd), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    return env
+
+
+def snakemake_in(wd: Path, *args: str, timeout: int = 900) -> subprocess.CompletedProcess:
+    """``snakemake ARGS --cores 2 --configfile tiny.yaml`` in the copy ``wd``."""
+    cmd = [sys.executable, "-m", "snakemake", *args, "--cores", "2", "--configfile", "tiny.yaml"]
+    return subprocess.run(cmd, cwd=wd, env=copy_env(wd), capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def clone(run: Path, dest: Path) -> Path:
+    """A copy of a finished run (mtimes and .snakemake metadata kept) to modify."""
+    shutil.copytree(run, dest, symlinks=True, ignore=shutil.ignore_patterns(".test-*"))
+    return dest
