@@ -31,6 +31,7 @@ import jax
 import numpy as np
 
 import workflow_lib  # noqa: F401  (float64 on)
+from workflow_lib.config import schema_default
 from workflow_lib.mlm.models import ARCHS
 from workflow_lib.mlm.plm import fit_plm
 from workflow_lib.mlm.train import train_mlm
@@ -40,7 +41,8 @@ from workflow_lib.potts.model import random_colour_couplings, random_couplings
 L = C = 20
 BETA = 0.7
 M_TRAIN, M_TEST = 3000, 1000
-ADAM = {"optimizer": "adam", "learning_rate": 0.03, "batch_size": 100, "restarts": 2}
+ADAM = {k: schema_default(f"training.{k}")  # the schema's defaults
+        for k in ("optimizer", "learning_rate", "batch_size", "restarts")}
 
 
 def make_data(seed: int = 0) -> dict[str, np.ndarray]:

@@ -46,12 +46,13 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from workflow_lib.architectures import ARCHITECTURES
 from workflow_lib.config import schema_default
 
 Array = jax.Array
 Params = dict[str, Any]
 
-ARCHS = ("factored", "factored_softmax", "interpolated", "vanilla1", "vanilla3")
+ARCHS = tuple(sorted((*ARCHITECTURES, "interpolated")))  # the model kinds arch_spec builds
 LN_EPS = 1e-6  # flax.linen.LayerNorm default, as in the UvA notebook
 
 

@@ -15,20 +15,23 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from workflow_lib.config import schema_default
+
 
 @dataclass(frozen=True)
 class MarkovTask:
     """Parameters of the data: ``tokens`` T, ``features`` D (even), stay probabilities per class,
-    noise strengths, and the attention sharpness ``beta`` with the random heads' perturbation."""
+    noise strengths, and the attention sharpness ``beta`` with the random heads' perturbation.
+    Defaults: the schema's ``paths`` section (σ⊥ of the four-path experiment)."""
 
-    tokens: int = 30
-    features: int = 200
-    p_plus: float = 0.7
-    p_minus: float = 0.3
-    in_plane: float = 1.0
-    sigma_perp: float = 1.0
-    beta: float = 10.0
-    perturbation: float = 1.0
+    tokens: int = schema_default("paths.tokens")
+    features: int = schema_default("paths.features")
+    p_plus: float = schema_default("paths.p_stay_plus")
+    p_minus: float = schema_default("paths.p_stay_minus")
+    in_plane: float = schema_default("paths.noise_in_plane")
+    sigma_perp: float = schema_default("paths.sigma_perp.four_paths")
+    beta: float = schema_default("paths.attention_beta")
+    perturbation: float = schema_default("paths.random_head_perturbation")
 
     @property
     def width(self) -> int:
