@@ -112,3 +112,21 @@ def test_relative_and_function_local_imports_are_followed(package):
                         "    return extra.SCALE\n")
     assert package / "replica" / "extra.py" in code_digest.stage_files(STAGES["replica_sims"],
                                                                        package)
+
+
+def test_no_stage_imports_another_stage():
+    """Stages share code through the science and analysis packages, not through each other."""
+    import ast
+
+    stages = code_digest.ROOT / "stages"
+    for path in sorted(stages.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom | ast.Import):
+                names = [node.module or ""] if isinstance(node, ast.ImportFrom) else [
+                    a.name for a in node.names]
+                names += [f"{node.module}.{a.name}" for a in getattr(node, "names", [])
+                          if isinstance(node, ast.ImportFrom)]
+                others = [n for n in names if n.startswith("workflow_lib.stages.")
+                          and n != "workflow_lib.stages.Job"
+                          and n != "workflow_lib.stages.STAGES"]
+                assert not others, f"{path.name} imports {others}"
