@@ -1,12 +1,19 @@
-"""Gibbs sampler speed: JAX kernels against a plain vectorised NumPy sampler, in one run.
+"""Gibbs sampler speed against sequence length: JAX kernels next to a plain vectorised NumPy
+sampler, in one run.
 
-    python benchmarks/bench_gibbs.py [--chains 3000] [--sweeps 200]
+    python benchmarks/bench_gibbs.py [--lengths 20,50,100,200,500] [--colours 20] [--chains 200]
+                                     [--realisations 30] [--work 2e9]
 
-Prints spin updates per second of
-- the NumPy reference (one-hot matrix product for the fields, inverse-CDF draw), B chains;
-- ``gibbs.independent_chains`` with the chains split over one XLA CPU device per core;
-- ``gibbs.single_chain``: one chain (sequential updates), and R realisations batched;
-and the ratio JAX / NumPy. L = C = 20, beta = 0.9, J, U ~ N(0, 1) symmetric, as in the paper.
+For each L (C colours, beta = 0.9 / sqrt(L / 20), J, U ~ N(0, 1) symmetric as in the paper),
+prints for
+- ``numpy``: the reference (B chains, one-hot matrix product for the fields, inverse-CDF draw);
+- ``chains``: ``gibbs.independent_chains``, B chains (split over one XLA CPU device per core);
+- ``single R=1``: ``gibbs.single_chain``, one chain (sequential updates, the paper's protocol);
+- ``single R=30``: R realisations batched in one call;
+the compile time (first call minus a compiled call of the same size), spin updates/s,
+updates/s x L (work-normalised: each update costs O(L C)) and the ratio to NumPy. Runs are
+sized to about ``--work`` multiply-adds each (so about the same time at every L). Runs on any
+JAX backend (the NumPy reference stays on the CPU).
 """
 
 from __future__ import annotations
@@ -14,11 +21,11 @@ from __future__ import annotations
 import argparse
 import os
 import time
-from functools import partial
+from collections.abc import Callable
 
 import jax
 
-jax.config.update("jax_num_cpu_devices", os.cpu_count() or 1)
+jax.config.update("jax_num_cpu_devices", os.cpu_count() or 1)  # CPU backend only
 
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
@@ -46,54 +53,74 @@ def numpy_gibbs(rng: np.random.Generator, J, U, beta, n_chains: int, n_sweeps: i
     return S
 
 
-def timed(fn, repeats: int = 3) -> float:
-    """Best wall time of ``fn`` over ``repeats`` calls (after one warm-up call)."""
-    fn()
+def timed(fn: Callable[[], object], repeats: int = 2) -> tuple[float, float]:
+    """``(first call, best of repeats)`` wall times of ``fn``; results are waited for."""
+    t = time.perf_counter()
+    jax.block_until_ready(fn())
+    first = time.perf_counter() - t
     best = np.inf
     for _ in range(repeats):
         t = time.perf_counter()
-        fn()
+        jax.block_until_ready(fn())
         best = min(best, time.perf_counter() - t)
-    return best
+    return first, best
+
+
+def row(name: str, L: int, updates: float, first: float, best: float, ref: float | None) -> None:
+    rate = updates / best
+    compile_s = f"{first - best:7.1f}" if first > 0 else "      -"
+    ratio = f"{rate / ref:7.1f}x" if ref else "        "
+    print(f"{L:5d}  {name:14s} {compile_s}  {rate / 1e6:9.3f}  {rate * L / 1e6:11.1f}  {ratio}",
+          flush=True)
+
+
+def bench_length(L: int, C: int, B: int, R: int, work: float, numpy_work: float) -> None:
+    beta = 0.9 / np.sqrt(L / 20)  # keeps the fields of order 1 as L grows
+    J, U = model.draw_couplings(jax.random.key(L), L, C, "gaussian")
+    per_update = L * C  # multiply-adds of one update
+
+    def sweeps(chains: int, budget: float) -> int:
+        return max(1, int(budget / (per_update * L * chains)))
+
+    T = sweeps(B, numpy_work)
+    t = time.perf_counter()
+    numpy_gibbs(np.random.default_rng(0), J, U, beta, B, T)
+    best = time.perf_counter() - t
+    np_rate = B * L * T / best
+    row("numpy", L, B * L * T, 0.0, best, None)
+
+    Jj, Uj = jnp.asarray(J), jnp.asarray(U)
+    T = max(2, sweeps(B, work))
+    first, best = timed(lambda: gibbs.independent_chains(
+        jax.random.key(1), Jj, Uj, beta, n_chains=B, n_sweeps=T))
+    row(f"chains B={B}", L, B * L * T, first, best, np_rate)
+
+    for r in (1, R):
+        keys = jax.random.split(jax.random.key(2), r)
+        Jr, Ur, br = jnp.stack([Jj] * r), jnp.stack([Uj] * r), jnp.full(r, beta)
+        between = max(1, sweeps(r, work) // 10)
+        first, best = timed(lambda: gibbs.single_chain(  # noqa: B023
+            keys, Jr, Ur, br, n_save=10, burn_in=0, sweeps_between=between))  # noqa: B023
+        row(f"single R={r}", L, r * L * 10 * between, first, best, np_rate)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--chains", type=int, default=3000)
-    ap.add_argument("--sweeps", type=int, default=200)
-    ap.add_argument("--realisations", type=int, default=30)
+    ap.add_argument("--lengths", default="20,50,100,200,500",
+                    help="comma-separated sequence lengths L")
+    ap.add_argument("--colours", type=int, default=20, help="C")
+    ap.add_argument("--chains", type=int, default=200, help="B of independent_chains and numpy")
+    ap.add_argument("--realisations", type=int, default=30, help="R of batched single_chain")
+    ap.add_argument("--work", type=float, default=2e9,
+                    help="multiply-adds per timed JAX call (sets the number of sweeps)")
+    ap.add_argument("--numpy-work", type=float, default=2e8,
+                    help="multiply-adds of the NumPy reference run")
     args = ap.parse_args()
-    L = C = 20
-    beta = 0.9
-    J, U = model.draw_couplings(jax.random.key(0), L, C, "gaussian")
-    B, T = args.chains, args.sweeps
-    print(f"L = C = {L}, beta = {beta}, {B} chains, {T} sweeps, "
-          f"{len(jax.devices())} XLA CPU device(s), jax {jax.__version__}")
-
-    t_np = timed(lambda: numpy_gibbs(np.random.default_rng(0), J, U, beta, B, max(T // 10, 5)), 2)
-    np_rate = B * L * max(T // 10, 5) / t_np
-    print(f"numpy reference          {np_rate / 1e6:8.2f} M updates/s")
-
-    Jj, Uj = jnp.asarray(J), jnp.asarray(U)
-    t = timed(lambda: gibbs.independent_chains(jax.random.key(1), Jj, Uj, beta, n_chains=B,
-                                               n_sweeps=T))
-    chains_rate = B * L * T / t
-    print(f"jax independent_chains   {chains_rate / 1e6:8.2f} M updates/s  "
-          f"({chains_rate / np_rate:.1f}x numpy)")
-
-    for R in (1, args.realisations):
-        keys = jax.random.split(jax.random.key(2), R)
-        Jr, Ur, br = jnp.stack([Jj] * R), jnp.stack([Uj] * R), jnp.full(R, beta)
-        n_save, between = 50, 200  # long enough that per-call overheads do not count
-        t = timed(partial(gibbs.single_chain, keys, Jr, Ur, br, n_save=n_save, burn_in=0,
-                          sweeps_between=between))
-        rate = R * L * n_save * between / t
-        print(f"jax single_chain R={R:<3d}   {rate / 1e6:8.2f} M updates/s"
-              + (" (sequential)" if R == 1 else f" in total ({rate / R / 1e6:.2f} M/s per chain)"))
-        if R > 1:
-            paper = 4000 * 10_000 * L * R
-            print(f"  -> paper protocol (4000 saved x 10 000 sweeps, {R} realisations): "
-                  f"{paper / rate / 60:.1f} min")
+    print(f"C = {args.colours}, jax {jax.__version__}, backend {jax.default_backend()}, "
+          f"{len(jax.devices())} device(s); numpy on the CPU")
+    print("    L  sampler        compile s  M upd/s  M upd/s x L  vs numpy")
+    for L in (int(x) for x in args.lengths.split(",")):
+        bench_length(L, args.colours, args.chains, args.realisations, args.work, args.numpy_work)
 
 
 if __name__ == "__main__":

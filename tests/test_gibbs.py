@@ -123,3 +123,127 @@ def test_beta_tuning_reports_an_unreachable_target():
 def test_decreasing_fit():
     np.testing.assert_allclose(sampling.decreasing_fit(np.array([3.0, 1.0, 2.0, 0.0])),
                                [3.0, 1.5, 1.5, 0.0])
+
+
+# ------------------------------------------------------------------ the kernel itself
+
+
+def integer_model(key: int, L: int, C: int) -> tuple[np.ndarray, np.ndarray]:
+    """``J: (L, L)`` symmetric zero-diagonal and ``U: (C, C)`` symmetric, small integers: every
+    field is then exact in float32, so kernel and reference can be compared for equality."""
+    rng = np.random.default_rng(key)
+    J = np.triu(rng.integers(-3, 4, (L, L)), 1)
+    U = np.triu(rng.integers(-3, 4, (C, C)))
+    return (J + J.T).astype(np.float64), (U + np.triu(U, 1).T).astype(np.float64)
+
+
+@pytest.mark.parametrize("L", [7, 40, 69])  # one block of the field, one block + tail, a loop
+def test_site_field_equals_local_fields(L):
+    """The field the kernel draws from is ``model.local_fields``, exactly, for shared and
+    per-chain models."""
+    C, B = 5, 6
+    J, U = integer_model(L, L, C)
+    beta = 2.0
+    s = jax.random.randint(jax.random.key(L), (L, B), 0, C, jnp.int32)
+    want = np.asarray(model.local_fields(s.T, J, U, beta))  # (B, L, C)
+    bJ = jnp.asarray(beta * J, jnp.float32)
+    for i in (0, L // 2, L - 1):
+        got = gibbs.site_field(s, i, bJ, jnp.asarray(U, jnp.float32), 0)
+        np.testing.assert_array_equal(np.asarray(got), want[:, i].T)
+    # per chain: chain b has J_b = (b + 1) J, U_b = U + b
+    Js = np.stack([(b + 1) * J for b in range(B)])
+    Us = np.stack([U + b for b in range(B)])
+    want = np.stack([np.asarray(model.local_fields(s.T[b], Js[b], Us[b], beta)) for b in range(B)])
+    bJ = jnp.asarray(np.moveaxis(beta * Js, 0, -1), jnp.float32)
+    Ucols = jnp.asarray(np.moveaxis(Us, 0, 1).reshape(C, B * C), jnp.float32)
+    offset = jnp.arange(B, dtype=jnp.int32) * C
+    for i in (0, L - 1):
+        got = gibbs.site_field(s, jnp.int32(i), bJ, Ucols, offset)
+        np.testing.assert_array_equal(np.asarray(got), want[:, i].T)
+
+
+def reference_sweep(s: np.ndarray, u: np.ndarray, J, U, betas) -> np.ndarray:
+    """One cyclic sweep in NumPy (float64): site i of chain b drawn from
+    ``softmax(model.local_fields)`` by inverse CDF with ``u[i, b]``. ``s, u: (L, B)``."""
+    s = s.copy()
+    for i in range(s.shape[0]):
+        for b in range(s.shape[1]):
+            h = np.asarray(model.local_fields(s[:, b], J, U, betas[b]))[i]
+            cdf = np.cumsum(np.exp(h - h.max()))
+            s[i, b] = np.sum(cdf[:-1] <= u[i, b] * cdf[-1])
+    return s
+
+
+def test_sweep_chains_matches_reference_sampler():
+    L, C, B = 6, 4, 5
+    J, U = integer_model(1, L, C)
+    betas = np.linspace(0.2, 1.0, B)
+    s = np.asarray(jax.random.randint(jax.random.key(0), (L, B), 0, C, jnp.int32))
+    bJ = jnp.asarray(np.moveaxis(betas[:, None, None] * J, 0, -1), jnp.float32)
+    sweep = jax.jit(gibbs.sweep_chains)
+    for t in range(20):
+        u = jax.random.uniform(jax.random.key(t), (L, B), jnp.float32)
+        want = reference_sweep(s, np.asarray(u, np.float64), J, U, betas)
+        s_new = np.asarray(sweep(jnp.asarray(s), u, bJ, jnp.asarray(U, jnp.float32)))
+        np.testing.assert_array_equal(s_new, want)
+        s = s_new
+
+
+def test_sweep_chains_reproduces_both_protocols(tiny_model):
+    """``sweep_chains`` with the documented uniforms gives exactly the chains of
+    ``single_chain`` (per-realisation J and beta, shared U) and ``independent_chains``."""
+    J, U = tiny_model
+    L, C, R = 4, 3, 3
+    keys = jax.random.split(jax.random.key(6), R)
+    Js, betas = np.stack([J, -J, 2 * J]), np.array([0.5, 0.8, 1.1])
+    burn, n_save, between = 3, 4, 2
+    saved, _ = gibbs.single_chain(
+        keys, jnp.asarray(Js), jnp.broadcast_to(U, (R, C, C)), jnp.asarray(betas), n_save=n_save,
+        burn_in=burn, sweeps_between=between,
+    )
+    k_init, k_run = zip(*(jax.random.split(k) for k in keys), strict=True)
+    s = jnp.stack([jax.random.randint(k, (L,), 0, C, jnp.int32) for k in k_init], axis=-1)
+    bJ = jnp.asarray(jnp.moveaxis(jnp.asarray(betas)[:, None, None] * Js, 0, -1), jnp.float32)
+    mine = []
+    for t in range(burn + n_save * between):
+        u = jnp.stack([jax.random.uniform(jax.random.fold_in(k, t), (L,), jnp.float32)
+                       for k in k_run], -1)
+        s = gibbs.sweep_chains(s, u, bJ, jnp.asarray(U, jnp.float32))
+        if t >= burn and (t - burn + 1) % between == 0:
+            mine.append(np.asarray(s).T)
+    np.testing.assert_array_equal(np.stack(mine, axis=1), saved)
+
+    B, beta = 10, 0.9
+    final, _ = gibbs.independent_chains(
+        jax.random.key(7), jnp.asarray(J), jnp.asarray(U), beta, n_chains=B, n_sweeps=6
+    )
+    k_init, k_run = jax.random.split(jax.random.key(7))
+    s = jax.random.randint(k_init, (L, B), 0, C, jnp.int32)
+    bJ = jnp.broadcast_to(jnp.asarray(beta * J, jnp.float32)[..., None], (L, L, B))
+    for t in range(6):
+        u = jax.random.uniform(jax.random.fold_in(k_run, t), (L, B), jnp.float32)
+        s = gibbs.sweep_chains(s, u, bJ, jnp.asarray(U, jnp.float32))
+    np.testing.assert_array_equal(np.asarray(s).T, final)
+
+
+def test_independent_chains_are_block_invariant(tiny_model):
+    """Blocks change how uniforms are chunked, not the chains or the energy trace."""
+    J, U = tiny_model
+    kw = dict(n_chains=64, n_sweeps=10)
+    a = gibbs.independent_chains(jax.random.key(8), jnp.asarray(J), jnp.asarray(U), 0.7, **kw)
+    b = gibbs.independent_chains(jax.random.key(8), jnp.asarray(J), jnp.asarray(U), 0.7, **kw,
+                                 blocks=3)
+    np.testing.assert_array_equal(a[0], b[0])
+    np.testing.assert_array_equal(a[1], b[1])
+
+
+def test_traced_sweep_does_not_grow_with_length():
+    """The sweep's program is the same size at L = 69 and L = 645 (no unrolling over sites or
+    over the field's sum): compile time is flat in L."""
+
+    def size(L: int) -> int:
+        args = (jnp.zeros((L, 2), jnp.int32), jnp.zeros((L, 2)), jnp.zeros((L, L, 2)),
+                jnp.zeros((3, 3)))
+        return len(str(jax.make_jaxpr(gibbs.sweep_chains)(*args)).splitlines())
+
+    assert size(69) == size(645)  # both: a loop of 32-site blocks and a 5-site tail

@@ -6,11 +6,17 @@ inverse CDF with one uniform per chain and update. One sweep = L updates. The un
 ``t`` come from ``fold_in(key, t)`` (one key per chain for ``single_chain``), so results do not
 depend on how a run is split into blocks, batched or placed on devices.
 
-Both protocols share one kernel: B chains in a chain-last layout (L ``(B,)`` colour vectors),
-fields gathered column by column from U, everything elementwise over chains (fuses well and
-shards over devices). ``independent_chains`` runs many chains of one model; ``single_chain`` (the
-paper's protocol) runs one chain per realisation, each with its own J, U, beta, batched the same
-way.
+Both protocols share one kernel (``sweep_chains`` is its public form): B chains in a chain-last
+layout, state ``(L, B)``. The sites run in a ``fori_loop`` with a dynamic row index; updating
+site i sums ``beta J_ij U[:, s_j]`` over j in fused blocks of ``FIELD_BLOCK`` gathers
+(``site_field``, O(L C) per chain), draws, and writes row i of the state. The traced program
+does not grow with L, so neither does compile time, and the work per update grows like L.
+(Unrolling the sweep over sites at trace time, the previous kernel, measured slower at every
+L, B tried, and its compile time grows like L^2.) Uniforms are drawn for a chunk of sweeps at
+once (the random-number kernels cost about as much as a sweep of one short chain); everything is
+elementwise over chains (shards over devices). ``independent_chains`` runs many chains of one model;
+``single_chain`` (the paper's protocol) runs one chain per realisation, each with its own J, U,
+beta, batched the same way.
 
 Long runs proceed in blocks, with a log line per block (rate and ETA).
 """
@@ -88,62 +94,111 @@ def _progress(what: str, done: int, total: int, updates: float, t0: float) -> No
 
 # ------------------------------------------------------------------ kernel
 
-State = tuple[Array, ...]
+FIELD_BLOCK = 32
+"""Sites j summed per step of the field's loop: a fused block of gathers, so the traced program
+is O(FIELD_BLOCK) whatever L."""
+
+UNIFORM_CHUNK_BYTES = 1 << 20
+"""Uniforms of several sweeps are drawn in one call, up to this size and 64 sweeps."""
 
 
-def _sweep(state: State, u: Array, bJ: Array, Ucols: Array, offset: Array | int) -> State:
-    """One cyclic sweep of B chains: ``state`` L arrays ``(B,)`` int32, ``u: (L, B)``.
+def site_field(state: Array, i: Array | int, bJ: Array, Ucols: Array, offset: Array | int) -> Array:
+    """Logits of the conditional of site ``i`` for B chains, ``(C, B)``:
+    ``h(a, b) = sum_j bJ[i, j(, b)] U_b[a, s_j]``, summed in the order j = 0..L-1.
 
-    ``bJ = beta * J``: ``(L, L)`` shared or ``(L, L, B)`` per chain. Column ``offset + b`` of
-    ``Ucols: (C, M)`` is ``U[:, b]`` of a chain (``offset``: 0 or ``(B,)``). Indices are in
-    range, so the gathers use ``mode="clip"``: ``take``'s default NaN fill costs ~1.8x.
+    ``state: (L, B)`` int32; ``bJ = beta * J``: ``(L, L)`` shared or ``(L, L, B)`` per chain, zero
+    diagonal (the ``j = i`` term then vanishes, as in ``model.local_fields``). Column
+    ``offset + a`` of ``Ucols: (C, M)`` is ``U[:, a]`` of a chain (``offset``: 0 or ``(B,)``).
+    Indices are in range, so the gathers use ``mode="clip"``: ``take``'s default NaN fill costs.
     """
-    state = list(state)
-    L = len(state)
-    for i in range(L):
-        field = sum(
-            bJ[i, j] * jnp.take(Ucols, state[j] + offset, axis=1, mode="clip")  # (C, B)
-            for j in range(L) if j != i
-        )
-        state[i] = inverse_cdf_draw(field, u[i])
-    return tuple(state)
+    L, B = state.shape
+    row = bJ[i] if bJ.ndim == 3 else bJ[i][:, None]  # (L, B) or (L, 1)
+
+    def add(acc, s, w):  # acc += sum_k w[k] U[:, s[k]], one fused elementwise block
+        for k in range(s.shape[0]):
+            acc = acc + w[k] * jnp.take(Ucols, s[k] + offset, axis=1, mode="clip")
+        return acc
+
+    def block(jb, acc):
+        j0 = jb * FIELD_BLOCK
+        return add(acc, lax.dynamic_slice_in_dim(state, j0, FIELD_BLOCK),
+                   lax.dynamic_slice_in_dim(row, j0, FIELD_BLOCK))
+
+    n = L // FIELD_BLOCK
+    acc = jnp.zeros((Ucols.shape[0], B), F32)
+    acc = lax.fori_loop(0, n, block, acc) if n > 1 else block(0, acc) if n else acc
+    return add(acc, state[n * FIELD_BLOCK:], row[n * FIELD_BLOCK:])
+
+
+def _sweep(state: Array, u: Array, bJ: Array, Ucols: Array, offset: Array | int) -> Array:
+    """One cyclic sweep of B chains (arguments as in ``site_field``, ``u: (L, B)``)."""
+
+    def update(i, s):
+        return s.at[i].set(inverse_cdf_draw(site_field(s, i, bJ, Ucols, offset), u[i]))
+
+    return lax.fori_loop(0, state.shape[0], update, state)
+
+
+def sweep_chains(state: Array, u: Array, bJ: Array, U: Array) -> Array:
+    """One cyclic sweep (sites 0..L-1) of B chains, each with its own coupling scale:
+    state: (L, B) int32 colours, u: (L, B) float32 uniforms of this sweep (u[i, b] drives the
+    update of site i of chain b, inverse CDF over colours 0..C-1 exactly as in the kernel),
+    bJ: (L, L, B) float32 (= beta_b * J), U: (C, C) float32 shared. Returns the new (L, B).
+
+    The kernel of ``independent_chains`` and ``single_chain``: the same uniforms give the same
+    draws. Jit-traceable, usable inside ``lax.scan``.
+    """
+    return _sweep(state, u, bJ.astype(F32), U.astype(F32), 0)
+
+
+def _chunk(n: int, sweep_bytes: int) -> int:
+    """Sweeps per uniform draw: the largest divisor of ``n`` within the chunk limits."""
+    cap = max(1, min(64, UNIFORM_CHUNK_BYTES // max(sweep_bytes, 1)))
+    return max((k for k in range(1, min(cap, n) + 1) if n % k == 0), default=1)
 
 
 def _sweeps(
-    state: State, ts: Array, uniforms: Callable[[Array], Array], model: tuple,
-    observe: Callable[[State], Any],
-) -> tuple[State, Any]:
-    """Sweeps ``ts`` (uniforms ``uniforms(t): (L, B)``); returns the final state and
-    ``observe(state)`` after each sweep, stacked."""
+    state: Array, ts: Array, uniforms: Callable[[Array], Array], model: tuple,
+    observe: Callable[[Array], Any],
+) -> tuple[Array, Any]:
+    """Sweeps ``ts: (n,)`` (uniforms ``uniforms(t): (L, B)``); returns the final state and
+    ``observe(state)`` after each sweep, stacked ``(n, ...)``."""
+    n = ts.shape[0]
+    k = _chunk(n, 4 * state.size)
 
-    def step(st, t):
-        st = _sweep(st, uniforms(t), *model)
+    def sweep(st, u):
+        st = _sweep(st, u, *model)
         return st, observe(st)
 
-    return lax.scan(step, state, ts)
+    def chunk(st, tc):
+        return lax.scan(sweep, st, jax.vmap(uniforms)(tc))
+
+    final, obs = lax.scan(chunk, state, ts.reshape(n // k, k))
+    return final, jax.tree.map(lambda x: x.reshape(n, *x.shape[2:]), obs)
 
 
 # ------------------------------------------------------------------ many chains, shared model
 
 
 def _monitored(s: Array, n_monitor: int) -> Array:
-    """Chains ``0, k, 2k, ...`` (``k = B // n_monitor``) of ``s: (B,)``. Evenly spread, they stay
-    on their own devices when the chains are sharded (the first n chains would all sit on one
-    device, and gathering them every sweep halves the speed on two)."""
-    k = s.shape[0] // n_monitor
-    return s[: k * n_monitor].reshape(n_monitor, k)[:, 0]
+    """Chains ``0, k, 2k, ...`` (``k = B // n_monitor``) of ``s: (L, B)`` -> ``(n_monitor, L)``.
+    Evenly spread, they stay on their own devices when the chains are sharded (the first n
+    chains would all sit on one device, and gathering them every sweep halves the speed on
+    two)."""
+    L, B = s.shape
+    k = B // n_monitor
+    return s[:, : k * n_monitor].reshape(L, n_monitor, k)[:, :, 0].T
 
 
 @partial(jax.jit, static_argnames=("n_sweeps", "n_monitor"))
 def _chains_block(key, J, U, beta, state, t0, *, n_sweeps: int, n_monitor: int):
     L, B = state.shape
     Jf, Uf = J.astype(F32), U.astype(F32)
-    final, trace = _sweeps(
-        tuple(_split_chains(state)), t0 + jnp.arange(n_sweeps),
-        lambda t: _split_chains(_uniforms(key, t, (L, B))), ((beta * Jf).astype(F32), Uf, 0),
-        lambda st: energy(jnp.stack([_monitored(s, n_monitor) for s in st], axis=-1), Jf, Uf),
+    return _sweeps(
+        _split_chains(state), t0 + jnp.arange(n_sweeps),
+        lambda t: _split_chains(_uniforms(key, t, (L, B))), ((beta * J).astype(F32), Uf, 0),
+        lambda st: energy(_monitored(st, n_monitor), Jf, Uf),
     )
-    return jnp.stack(final), trace
 
 
 def independent_chains(
@@ -201,10 +256,9 @@ def _single_burn(key, J, U, beta, *, n_sweeps: int):
     model, uniforms = _per_chain(k_run, J, U, beta)
     Jf, Uf = J.astype(F32), U.astype(F32)
     final, trace = _sweeps(
-        tuple(state.T), jnp.arange(n_sweeps), uniforms, model,
-        lambda st: jax.vmap(energy)(jnp.stack(st, axis=-1), Jf, Uf),
+        state.T, jnp.arange(n_sweeps), uniforms, model, lambda st: jax.vmap(energy)(st.T, Jf, Uf)
     )
-    return k_run, jnp.stack(final, axis=-1), trace.T
+    return k_run, final.T, trace.T
 
 
 @partial(jax.jit, static_argnames=("n_save", "sweeps_between"))
@@ -214,10 +268,10 @@ def _single_save(keys, J, U, beta, state, t0, *, n_save: int, sweeps_between: in
     def save(st, n):
         ts = t0 + n * sweeps_between + jnp.arange(sweeps_between)
         st, _ = _sweeps(st, ts, uniforms, model, lambda st: None)
-        return st, jnp.stack(st, axis=-1)
+        return st, st.T
 
-    final, saved = lax.scan(save, tuple(state.T), jnp.arange(n_save))
-    return jnp.stack(final, axis=-1), jnp.moveaxis(saved, 0, 1)
+    final, saved = lax.scan(save, state.T, jnp.arange(n_save))
+    return final.T, jnp.moveaxis(saved, 0, 1)
 
 
 def single_chain(
@@ -228,7 +282,9 @@ def single_chain(
 
     ``key: (R,)`` keys, ``J: (R, L, L)``, ``U: (R, C, C)``, ``beta: (R,)``: R independent chains,
     each with its own model. Each starts uniformly at random, runs ``burn_in`` sweeps, then saves
-    one configuration every ``sweeps_between`` sweeps, in ``blocks`` jitted calls.
+    one configuration every ``sweeps_between`` sweeps, in ``blocks`` jitted calls. Chain r:
+    ``k_init, k_run = split(key[r])``, start ``randint(k_init, (L,), 0, C)``, uniforms of sweep
+    t ``uniform(fold_in(k_run, t), (L,))``, sweeps by ``sweep_chains``' kernel.
     Returns ``(saved: (R, n_save, L) int32, burn_in_energy: (R, burn_in) float32)``.
     """
     R, L = J.shape[0], J.shape[1]
