@@ -252,3 +252,14 @@ def _block_sizes(total: int, blocks: int) -> list[int]:
     blocks = max(1, min(blocks, total))
     base, extra = divmod(total, blocks)
     return [base + 1] * extra + [base] * (blocks - extra)
+
+
+# ------------------------------------------------------------------ chains with their own scale
+
+
+@jax.jit
+def sweep_chains(state: Array, u: Array, bJ: Array, U: Array) -> Array:
+    """One cyclic sweep (sites 0..L-1) of B chains, each with its own coupling scale:
+    state: (L, B) int32, u: (L, B) float32 uniforms of this sweep, bJ: (L, L, B) float32
+    (= beta_b * J), U: (C, C) float32 shared. Returns the new (L, B)."""
+    return jnp.stack(_sweep(tuple(state), u, bJ, U, 0))

@@ -19,3 +19,8 @@ class Job:
     output: dict[str, str] = field(default_factory=dict)
     params: dict[str, Any] = field(default_factory=dict)
     threads: int = 1
+
+
+class StageError(RuntimeError):
+    """A stage's output fails a property it promises; the message is one line for the user and
+    no artefact is written."""
