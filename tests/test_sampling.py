@@ -82,3 +82,11 @@ def test_overlap_counts_distinct_and_shared_sequences():
     n_train, n_test, in_train = sampling.overlap(train, test)
     assert (n_train, n_test) == (2, 3)
     np.testing.assert_array_equal(in_train, [True, False, False, True])
+
+
+def test_next_beta_interpolates_once_attempts_bracket_the_target():
+    tuning = sampling.Tuning(1.0, np.geomspace(0.5, 2.0, 5)[None], np.zeros((1, 5)),
+                             np.zeros((1, 5)), np.ones(1), 0.0)
+    attempts = [sampling.Attempt(1.0, 0.6, 0.0), sampling.Attempt(2.0, 0.2, 0.0)]
+    beta = sampling.next_beta(tuning, attempts, 0.5)
+    assert beta == pytest.approx(np.exp(0.25 * np.log(2.0)))  # a quarter of the way in log beta

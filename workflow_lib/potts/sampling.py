@@ -14,7 +14,8 @@ noise put on the wrong side is corrected (re-bracketing).
 Verification: the data set's own mean Hamming distance is measured after sampling. When it misses
 the target by more than ``beta_tuning.tolerance``, beta is corrected by a Newton step from the
 measured value (slope d Hamming / d log beta: the secant of the last two attempts, else the pilot
-points) and the data set is resampled with the same random numbers (so that attempts differ by
+points), or interpolated between attempts once they bracket the target, and the data set is
+resampled with the same random numbers (so that attempts differ by
 beta alone), at most ``beta_tuning.resamples`` times; a final miss raises ``TuningError``.
 """
 
@@ -301,6 +302,17 @@ def draw_dataset(
     )
 
 
+def next_beta(tuning: Tuning, attempts: list[Attempt], target: float) -> float:
+    """The beta of the next production attempt: interpolated where the attempts' own distances
+    cross the target once they bracket it, else a Newton step from the last attempt."""
+    found = crossing(np.array([t.beta for t in attempts]),
+                     np.array([t.hamming for t in attempts]), target)
+    if found is not None:
+        return found[0]
+    last = attempts[-1]
+    return corrected_beta(last.beta, last.hamming, target, dhamming_dlogbeta(tuning, attempts))
+
+
 def sample_to_target(
     key: jax.Array, J: np.ndarray, U: np.ndarray, beta: float | None, sampling_cfg: dict,
     tuning_cfg: dict,
@@ -328,8 +340,7 @@ def sample_to_target(
         if abs(miss) <= tol:
             return data, tuning, attempts
         if a < tuning_cfg["resamples"]:
-            slope = dhamming_dlogbeta(tuning, attempts)
-            beta = corrected_beta(beta, data.mean_hamming, target, slope)
+            beta = next_beta(tuning, attempts, target)
     raise TuningError(
         f"data set mean Hamming distance {data.mean_hamming:.4f} misses the target {target} by "
         f"{miss:+.4f} (tolerance {tol}) after {len(attempts)} attempt(s) at beta "
