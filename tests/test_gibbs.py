@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from workflow_lib.potts import gibbs, model, sampling
+from workflow_lib.potts import gibbs, model
 
 
 def onehot_stats(seqs: np.ndarray, C: int) -> tuple[np.ndarray, np.ndarray]:
@@ -95,34 +95,6 @@ def test_inverse_cdf_draw_frequencies():
     p = np.asarray(jax.nn.softmax(logits))
     freq = np.bincount(draws, minlength=4) / draws.size
     assert np.all(np.abs(freq - p) < 5 * np.sqrt(p * (1 - p) / draws.size))
-
-
-def test_beta_tuning_reaches_target_hamming():
-    J, U = model.draw_couplings(jax.random.key(7), 8, 4, "gaussian")
-    cfg = dict(target_hamming=0.3, beta_min=0.05, beta_max=5.0, grid_points=8, rounds=3,
-               pilot_chains=4, pilot_samples=100, pilot_burn_in=300, pilot_sweeps_between=10)
-    tuning = sampling.tune_beta(jax.random.key(8), J, U, "single_chain", cfg)
-    assert tuning.betas.shape == tuning.hamming.shape == (3, 8)
-    data = sampling.draw_dataset(
-        jax.random.key(9), J, U, tuning.beta,
-        dict(protocol="single_chain", n_train=600, n_test=200, burn_in=300, sweeps_between=10,
-             blocks=1),
-    )
-    assert abs(data.mean_hamming - 0.3) < 0.05
-    assert data.train.shape == (600, 8) and data.test.shape == (200, 8)
-
-
-def test_beta_tuning_reports_an_unreachable_target():
-    J, U = model.draw_couplings(jax.random.key(7), 6, 3, "gaussian")
-    cfg = dict(target_hamming=0.3, beta_min=0.01, beta_max=0.02, grid_points=4, rounds=1,
-               pilot_chains=1, pilot_samples=50, pilot_burn_in=10, pilot_sweeps_between=2)
-    with pytest.raises(ValueError, match="not bracketed"):
-        sampling.tune_beta(jax.random.key(8), J, U, "independent_chains", cfg)
-
-
-def test_decreasing_fit():
-    np.testing.assert_allclose(sampling.decreasing_fit(np.array([3.0, 1.0, 2.0, 0.0])),
-                               [3.0, 1.5, 1.5, 0.0])
 
 
 # ------------------------------------------------------------------ the kernel itself

@@ -42,6 +42,19 @@ def _run_stage(name: str, job_json: str) -> None:
     getattr(importlib.import_module(module), func)(job)
 
 
+def _inspect(path: str) -> str:
+    """``describe`` of an artefact; for samples artefacts also its beta tuning and attempts."""
+    from workflow_lib.artefacts import describe, read_artefact
+
+    text = describe(path)
+    art = read_artefact(path)
+    if art.schema == "potts-samples/1" and "attempts/beta" in art.data:
+        from workflow_lib.stages.potts import describe_sampling
+
+        text += "\n" + describe_sampling(path)
+    return text
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m workflow_lib", description=__doc__.split("\n")[0]
@@ -61,18 +74,19 @@ def main(argv: list[str] | None = None) -> int:
         stream=sys.stderr,
     )
     logging.getLogger("jax").setLevel(logging.WARNING)
-    from workflow_lib.artefacts import ArtefactError, describe
+    from workflow_lib.artefacts import ArtefactError
     from workflow_lib.config import ConfigError, read_config_file
+    from workflow_lib.stages import StageError
 
     try:
         if args.command == "stage":
             _run_stage(args.name, args.job)
         elif args.command == "inspect":
-            print("\n\n".join(describe(f) for f in args.files))
+            print("\n\n".join(_inspect(f) for f in args.files))
         else:
             read_config_file(args.file)
             print(f"{args.file}: valid")
-    except (ArtefactError, ConfigError) as exc:
+    except (ArtefactError, ConfigError, StageError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return 0

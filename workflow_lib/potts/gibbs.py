@@ -308,3 +308,4 @@ def _block_sizes(total: int, blocks: int) -> list[int]:
     blocks = max(1, min(blocks, total))
     base, extra = divmod(total, blocks)
     return [base + 1] * extra + [base] * (blocks - extra)
+

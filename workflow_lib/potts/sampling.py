@@ -1,120 +1,237 @@
-"""Data sets from the generalised Potts model: couplings, beta tuning, sampling protocols and
-their diagnostics (spec §1.2-1.4).
+"""Data sets from the generalised Potts model: sampling protocols, beta tuning, verification and
+the diagnostics of a data set (spec §1.2-1.4).
 
-Beta tuning: the mean normalised Hamming distance is measured over **all pairs of saved
-configurations of a pilot run of the production protocol** — within one chain for
-``single_chain`` (the paper's protocol), across chains for ``independent_chains``. Each round
-runs ``grid_points`` pilot chains at log-spaced betas in one batched call (common random
-numbers), keeps the bracket where the distance crosses the target, and the final beta
-interpolates linearly in log beta inside the last bracket.
+Beta tuning works on the statistic of the production protocol itself: pilot runs use the
+production burn-in and spacing (``sampling.burn_in``, ``sampling.sweeps_between``) and only save
+fewer configurations (``beta_tuning.pilot_samples``). The mean normalised Hamming distance is
+measured over all pairs of saved configurations (``PROTOCOLS`` says which pairs for each
+protocol). Each round runs ``grid_points`` betas x ``pilot_chains`` replicate pilots in one
+batched call; the points of all rounds are pooled, made non-increasing in beta by a weighted
+isotonic fit, and beta is interpolated (in log beta) where that fit crosses the target. The next
+round's grid is centred on the estimate and spans 1.5x the current bracket, so a bracket that
+noise put on the wrong side is corrected (re-bracketing).
+
+Verification: the data set's own mean Hamming distance is measured after sampling. When it misses
+the target by more than ``beta_tuning.tolerance``, beta is corrected by a Newton step from the
+measured value (slope d Hamming / d log beta: the secant of the last two attempts, else the pilot
+points), or interpolated between attempts once they bracket the target, and the data set is
+resampled with the same random numbers (so that attempts differ by
+beta alone), at most ``beta_tuning.resamples`` times; a final miss raises ``TuningError``.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from workflow_lib.potts import diagnostics, gibbs, model
+from workflow_lib.potts import diagnostics, gibbs, model, tempering
 
 log = logging.getLogger("workflow_lib.sampling")
 
-HAMMING_PAIRS = {
-    "single_chain": "all pairs of saved configurations of one chain (within-chain)",
-    "independent_chains": "all pairs of final configurations of independent chains",
+PROTOCOLS = {
+    "single_chain": "one chain; Hamming distance over all pairs of its saved configurations "
+    "(within-chain)",
+    "independent_chains": "one final configuration per independent chain; Hamming distance over "
+    "all pairs of them (across chains)",
+    "parallel_tempering": "one replica-exchange run, configurations saved at the target beta; "
+    "Hamming distance over all pairs of them (within-run)",
 }
+
+MAX_LOG_STEP = 0.5  # largest Newton correction of log beta after a missed target
+
+
+class TuningError(ValueError):
+    """Beta tuning or its verification failed; the message is one line for the user."""
+
+
+@dataclass(frozen=True)
+class Run:
+    """K runs of a protocol: ``saved: (K, n_save, L)``, ``burn_in_energy: (K, burn_in,
+    n_monitor)``, ``extra``: protocol diagnostics, name -> ``(K, ...)``."""
+
+    saved: np.ndarray
+    burn_in_energy: np.ndarray
+    extra: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 def run_protocol(
-    keys: jax.Array, J: np.ndarray, U: np.ndarray, betas: np.ndarray, protocol: str, *,
-    n_save: int, burn_in: int, sweeps_between: int, blocks: int = 1,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Run ``protocol`` once per ``(keys[k], betas[k])``, ``keys: (K,)``, ``betas: (K,)``.
-
-    Returns ``(saved: (K, n_save, L) int, burn_in_energy: (K, burn_in, n_monitor))``.
-    """
+    keys: jax.Array, J: np.ndarray, U: np.ndarray, betas: np.ndarray, cfg: dict, *,
+    n_save: int, blocks: int = 1,
+) -> Run:
+    """Run ``cfg['protocol']`` once per ``(keys[k], betas[k])``, ``keys: (K,)``, ``betas: (K,)``,
+    with the burn-in, spacing and ladder of the ``sampling`` config ``cfg``."""
     betas = np.atleast_1d(np.asarray(betas, dtype=np.float64))
-    K = betas.shape[0]
+    K, protocol = betas.shape[0], cfg["protocol"]
     if protocol == "single_chain":
         saved, trace = gibbs.single_chain(
             keys, jnp.broadcast_to(J, (K, *J.shape)),
             jnp.broadcast_to(U, (K, *U.shape)), jnp.asarray(betas), n_save=n_save,
-            burn_in=burn_in, sweeps_between=sweeps_between, blocks=blocks,
+            burn_in=cfg["burn_in"], sweeps_between=cfg["sweeps_between"], blocks=blocks,
         )
-        return saved, trace[..., None]
+        return Run(saved, trace[..., None])
     if protocol == "independent_chains":
         runs = [
             gibbs.independent_chains(
-                k, jnp.asarray(J), jnp.asarray(U), b, n_chains=n_save, n_sweeps=burn_in,
+                k, jnp.asarray(J), jnp.asarray(U), b, n_chains=n_save, n_sweeps=cfg["burn_in"],
                 blocks=blocks,
             )
             for k, b in zip(keys, betas, strict=True)
         ]
-        return np.stack([r[0] for r in runs]), np.stack([r[1] for r in runs])
-    raise ValueError(f"unknown protocol {protocol!r}; allowed: {', '.join(HAMMING_PAIRS)}")
+        return Run(np.stack([r[0] for r in runs]), np.stack([r[1] for r in runs]))
+    if protocol == "parallel_tempering":
+        pt = tempering.parallel_tempering(
+            keys, jnp.asarray(J), jnp.asarray(U), jnp.asarray(betas),
+            n_replicas=cfg["replicas"], ladder_min=cfg["ladder_min"], n_save=n_save,
+            burn_in=cfg["burn_in"], sweeps_between=cfg["sweeps_between"], blocks=blocks,
+        )
+        extra = {"ladder": pt.betas, "swap_acceptance": pt.swap_acceptance,
+                 "round_trips": pt.round_trips}
+        return Run(pt.saved, pt.burn_in_energy[..., None], extra)
+    raise ValueError(f"unknown protocol {protocol!r}; allowed: {', '.join(PROTOCOLS)}")
+
+
+# ------------------------------------------------------------------ tuning
 
 
 @dataclass(frozen=True)
 class Tuning:
-    """Result of beta tuning: ``beta`` and every pilot point ``(betas, hamming): (rounds, K)``."""
+    """Every pilot round: grid ``betas``, mean ``hamming`` and its ``sem`` over the replicate
+    pilots, all ``(rounds, K)``; the running ``estimate: (rounds,)``; the final ``beta``; wall
+    time in ``seconds``."""
 
     beta: float
     betas: np.ndarray
     hamming: np.ndarray
+    sem: np.ndarray
+    estimate: np.ndarray
+    seconds: float
 
 
-def decreasing_fit(y: np.ndarray) -> np.ndarray:
-    """Least-squares non-increasing fit of ``y: (K,)`` (pool adjacent violators)."""
-    blocks: list[list[float]] = []  # [mean, weight]
-    for v in np.asarray(y, dtype=np.float64):
-        blocks.append([v, 1.0])
+def decreasing_fit(y: np.ndarray, w: np.ndarray | None = None) -> np.ndarray:
+    """Weighted least-squares non-increasing fit of ``y: (K,)`` (pool adjacent violators)."""
+    y = np.asarray(y, dtype=np.float64)
+    w = np.ones_like(y) if w is None else np.asarray(w, dtype=np.float64)
+    blocks: list[list[float]] = []  # [mean, weight, count]
+    for v, wt in zip(y, w, strict=True):
+        blocks.append([v, wt, 1])
         while len(blocks) > 1 and blocks[-2][0] < blocks[-1][0]:
-            (m2, w2), (m1, w1) = blocks.pop(), blocks.pop()
-            blocks.append([(m1 * w1 + m2 * w2) / (w1 + w2), w1 + w2])
-    return np.concatenate([np.full(int(w), m) for m, w in blocks])
+            (m2, w2, n2), (m1, w1, n1) = blocks.pop(), blocks.pop()
+            blocks.append([(m1 * w1 + m2 * w2) / (w1 + w2), w1 + w2, n1 + n2])
+    return np.concatenate([np.full(n, m) for m, _, n in blocks])
 
 
-def tune_beta(key: jax.Array, J: np.ndarray, U: np.ndarray, protocol: str, cfg: dict) -> Tuning:
-    """Find beta with mean pairwise Hamming distance ``cfg['target_hamming']`` (see module doc).
+def crossing(betas: np.ndarray, hamming: np.ndarray, target: float):
+    """Where the isotonic (non-increasing) fit of the points ``(betas, hamming)`` crosses
+    ``target``: ``(beta, lo, hi)`` interpolated in log beta between the neighbouring points
+    ``lo < beta <= hi`` on either side, or ``None`` when the fit stays on one side."""
+    order = np.argsort(betas, kind="stable")
+    b, fit = np.asarray(betas)[order], decreasing_fit(np.asarray(hamming)[order])
+    below = np.nonzero(fit <= target)[0]
+    if below.size == 0 or below[0] == 0:
+        return None
+    k = int(below[0])
+    lo, hi, f_lo, f_hi = b[k - 1], b[k], fit[k - 1], fit[k]
+    w = (f_lo - target) / (f_lo - f_hi)  # in (0, 1]: f_lo > target >= f_hi
+    return float(np.exp((1 - w) * np.log(lo) + w * np.log(hi))), float(lo), float(hi)
 
-    ``cfg``: the ``beta_tuning`` config section. Each grid point averages ``pilot_chains``
-    pilot runs; the distances of a round are made non-increasing in beta (glassy chains are
-    noisy) before the crossing is located. Raises ``ValueError`` when the target is not
-    bracketed by ``[beta_min, beta_max]``.
-    """
-    target, lo, hi = cfg["target_hamming"], cfg["beta_min"], cfg["beta_max"]
-    K, n_rep = cfg["grid_points"], cfg["pilot_chains"]
-    all_betas, all_hd = [], []
+
+def _pilots(key, J, U, betas: np.ndarray, sampling_cfg: dict, n_rep: int, n_save: int):
+    """Mean Hamming distance and its s.e.m. over ``n_rep`` replicate pilots at each of
+    ``betas: (K,)``, all ``K n_rep`` runs in one batched call."""
+    K = betas.shape[0]
+    keys = jax.random.split(key, K * n_rep)
+    run = run_protocol(keys, J, U, np.repeat(betas, n_rep), sampling_cfg, n_save=n_save)
+    raw = np.array([model.mean_pairwise_hamming(s) for s in run.saved]).reshape(K, n_rep)
+    sem = raw.std(axis=1, ddof=1) / np.sqrt(n_rep) if n_rep > 1 else np.full(K, np.nan)
+    return raw.mean(axis=1), sem
+
+
+def tune_beta(
+    key: jax.Array, J: np.ndarray, U: np.ndarray, sampling_cfg: dict, cfg: dict,
+) -> Tuning:
+    """Find beta whose production-protocol mean Hamming distance is ``cfg['target_hamming']``
+    (see module doc). ``cfg``: the ``beta_tuning`` section. Raises ``TuningError`` when the
+    first round does not bracket the target within ``[beta_min, beta_max]``."""
+    target, K, n_rep = cfg["target_hamming"], cfg["grid_points"], cfg["pilot_chains"]
+    lo, hi = cfg["beta_min"], cfg["beta_max"]
+    start = time.perf_counter()
+    rounds: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    estimates: list[float] = []
     for r in range(cfg["rounds"]):
-        betas = np.geomspace(lo, hi, K)
-        keys = jax.random.split(jax.random.fold_in(key, r), n_rep)
-        saved, _ = run_protocol(
-            jnp.tile(keys, K), J, U, np.repeat(betas, n_rep), protocol,
-            n_save=cfg["pilot_samples"], burn_in=cfg["pilot_burn_in"],
-            sweeps_between=cfg["pilot_sweeps_between"],
-        )
-        raw = np.array([model.mean_pairwise_hamming(s) for s in saved])
-        hd = decreasing_fit(raw.reshape(K, n_rep).mean(axis=1))
-        all_betas.append(betas)
-        all_hd.append(hd)
+        grid = np.geomspace(lo, hi, K)
+        mean, sem = _pilots(jax.random.fold_in(key, r), J, U, grid, sampling_cfg, n_rep,
+                            cfg["pilot_samples"])
+        rounds.append((grid, mean, sem))
+        pooled_b = np.concatenate([g for g, _, _ in rounds])
+        pooled_h = np.concatenate([h for _, h, _ in rounds])
+        found = crossing(pooled_b, pooled_h, target)
         log.info("beta tuning round %d: beta %s -> Hamming %s", r + 1,
-                 np.array2string(betas, precision=3), np.array2string(hd, precision=3))
-        if r == 0 and not (hd[0] >= target >= hd[-1]):
-            raise ValueError(
-                f"target Hamming distance {target} is not bracketed by beta in [{lo}, {hi}] "
-                f"(distances {hd[0]:.3f} .. {hd[-1]:.3f}); widen beta_tuning.beta_min/beta_max"
-            )
-        below = np.nonzero(hd <= target)[0]
-        k = int(below[0]) if below.size else len(betas) - 1
-        k = max(k, 1)
-        lo, hi = betas[k - 1], betas[k]
-        h_lo, h_hi = hd[k - 1], hd[k]
-    w = 0.5 if h_lo == h_hi else float(np.clip((h_lo - target) / (h_lo - h_hi), 0.0, 1.0))
-    beta = float(np.exp((1 - w) * np.log(lo) + w * np.log(hi)))
-    return Tuning(beta, np.stack(all_betas), np.stack(all_hd))
+                 np.array2string(grid, precision=3), np.array2string(mean, precision=3))
+        if found is None:
+            if r == 0:
+                raise TuningError(
+                    f"target Hamming distance {target} is not bracketed by beta in "
+                    f"[{lo:.4g}, {hi:.4g}] (pilot distances {mean.max():.3f} .. "
+                    f"{mean.min():.3f}); widen beta_tuning.beta_min/beta_max"
+                )
+            # noise moved the pooled fit off the target: re-bracket around the last estimate
+            lo, hi = estimates[-1] / (hi / lo), estimates[-1] * (hi / lo)
+            estimates.append(estimates[-1])
+            continue
+        beta, b_lo, b_hi = found
+        estimates.append(beta)
+        half = 0.75 * np.log(b_hi / b_lo)
+        lo, hi = beta * np.exp(-half), beta * np.exp(half)
+        log.info("beta tuning round %d: estimate %.4f, bracket [%.4f, %.4f]", r + 1, beta,
+                 b_lo, b_hi)
+    return Tuning(estimates[-1], *(np.stack(x) for x in zip(*rounds, strict=True)),
+                  np.array(estimates), time.perf_counter() - start)
+
+
+def dhamming_dlogbeta(tuning: Tuning, attempts: list[Attempt]) -> float:
+    """Slope of the mean Hamming distance in log beta near the estimate: the secant of the last
+    two production attempts when they give a decreasing one, else a least-squares line through
+    the pilot points within ``MAX_LOG_STEP`` of the estimate, else through all pilot points."""
+    if len(attempts) >= 2 and attempts[-1].beta != attempts[-2].beta:
+        a, b = attempts[-2], attempts[-1]
+        secant = (b.hamming - a.hamming) / np.log(b.beta / a.beta)
+        if secant < 0:
+            return float(secant)
+    b, h = tuning.betas.ravel(), tuning.hamming.ravel()
+    near = np.abs(np.log(b / tuning.beta)) <= MAX_LOG_STEP
+    for x, y in ((b[near], h[near]), (b, h)):
+        if x.size >= 2 and np.ptp(x) > 0:
+            slope = np.polyfit(np.log(x), y, 1)[0]
+            if slope < 0:
+                return float(slope)
+    raise TuningError(
+        "the pilot Hamming distance does not decrease with beta; raise beta_tuning.pilot_samples "
+        "or beta_tuning.pilot_chains"
+    )
+
+
+def corrected_beta(beta: float, measured: float, target: float, slope: float) -> float:
+    """Newton step in log beta from a measured data-set distance, at most ``MAX_LOG_STEP``."""
+    step = np.clip((target - measured) / slope, -MAX_LOG_STEP, MAX_LOG_STEP)
+    return float(beta * np.exp(step))
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One production sample: its ``beta``, the data set's measured ``hamming``, wall time in
+    ``seconds``."""
+
+    beta: float
+    hamming: float
+    seconds: float
+
+
+# ------------------------------------------------------------------ data sets
 
 
 @dataclass(frozen=True)
@@ -122,19 +239,34 @@ class Dataset:
     """Train/test sequences and diagnostics of one realisation.
 
     ``train: (n_train, L)``, ``test: (n_test, L)`` int; ``saved_energy: (n_save,)`` in chain
-    order; ``burn_in_energy: (burn_in, n_monitor)``; ``position: (n_save,)`` the index in the
-    saved sequence of each row of ``concat(train, test)``.
+    order and ``energy_acf: (min(n_save, 200),)`` its autocorrelation (lags in saves);
+    ``burn_in_energy: (burn_in, n_monitor)``; ``position: (n_save,)`` the index in the saved
+    sequence of each row of ``concat(train, test)``; ``test_in_train: (n_test,)`` whether each
+    test sequence also occurs in the training set; ``extra``: protocol diagnostics.
     """
 
     train: np.ndarray
     test: np.ndarray
     saved_energy: np.ndarray
+    energy_acf: np.ndarray
     burn_in_energy: np.ndarray
     position: np.ndarray
+    test_in_train: np.ndarray
+    n_distinct_train: int
+    n_distinct_test: int
     tau_int_sweeps: float
     ess: float
     mean_hamming: float
     optimal_test_loss: float
+    extra: dict[str, np.ndarray]
+
+
+def overlap(train: np.ndarray, test: np.ndarray) -> tuple[int, int, np.ndarray]:
+    """``(distinct training sequences, distinct test sequences, test_in_train: (n_test,) bool)``
+    for ``train: (n, L)``, ``test: (m, L)``."""
+    seen = {row.tobytes() for row in np.ascontiguousarray(train)}
+    rows = [row.tobytes() for row in np.ascontiguousarray(test)]
+    return len(seen), len(set(rows)), np.array([r in seen for r in rows], dtype=bool)
 
 
 def draw_dataset(
@@ -144,24 +276,74 @@ def draw_dataset(
     them at random (a permutation from ``key``) into train and test."""
     k_run, k_split = jax.random.split(key)
     n = cfg["n_train"] + cfg["n_test"]
-    saved, trace = run_protocol(
-        k_run[None], J, U, np.array([beta]), cfg["protocol"], n_save=n, burn_in=cfg["burn_in"],
-        sweeps_between=cfg["sweeps_between"], blocks=cfg["blocks"],
-    )
-    saved, trace = saved[0], trace[0]
+    run = run_protocol(k_run[None], J, U, np.array([beta]), cfg, n_save=n, blocks=cfg["blocks"])
+    saved, trace = run.saved[0], run.burn_in_energy[0]
     saved_energy = np.asarray(model.energy(jnp.asarray(saved), jnp.asarray(J), jnp.asarray(U)))
     position = np.asarray(jax.random.permutation(k_split, n))
     train, test = saved[position[: cfg["n_train"]]], saved[position[cfg["n_train"] :]]
+    n_train_distinct, n_test_distinct, in_train = overlap(train, test)
     half = trace[trace.shape[0] // 2 :]
     tau = diagnostics.integrated_autocorr_time(half) if half.shape[0] > 2 else float("nan")
     return Dataset(
         train=train,
         test=test,
         saved_energy=saved_energy,
+        energy_acf=diagnostics.autocorrelation(saved_energy)[:200],
         burn_in_energy=trace,
         position=position,
+        test_in_train=in_train,
+        n_distinct_train=n_train_distinct,
+        n_distinct_test=n_test_distinct,
         tau_int_sweeps=tau,
         ess=diagnostics.effective_sample_size(saved_energy) if n > 2 else float(n),
         mean_hamming=model.mean_pairwise_hamming(saved),
         optimal_test_loss=float(model.optimal_loss(jnp.asarray(test), J, U, beta)),
+        extra={k: v[0] for k, v in run.extra.items()},
+    )
+
+
+def next_beta(tuning: Tuning, attempts: list[Attempt], target: float) -> float:
+    """The beta of the next production attempt: interpolated where the attempts' own distances
+    cross the target once they bracket it, else a Newton step from the last attempt."""
+    found = crossing(np.array([t.beta for t in attempts]),
+                     np.array([t.hamming for t in attempts]), target)
+    if found is not None:
+        return found[0]
+    last = attempts[-1]
+    return corrected_beta(last.beta, last.hamming, target, dhamming_dlogbeta(tuning, attempts))
+
+
+def sample_to_target(
+    key: jax.Array, J: np.ndarray, U: np.ndarray, beta: float | None, sampling_cfg: dict,
+    tuning_cfg: dict,
+) -> tuple[Dataset, Tuning | None, list[Attempt]]:
+    """The sample stage's science: a data set at ``beta``, or, when ``beta`` is None, at a tuned
+    beta whose data set is verified to hit the target (see module doc).
+
+    Returns ``(data, tuning or None, every production attempt)``; raises ``TuningError`` when
+    the last allowed attempt still misses ``target_hamming`` by more than ``tolerance``.
+    """
+    if beta is not None:
+        start = time.perf_counter()
+        data = draw_dataset(key, J, U, beta, sampling_cfg)
+        return data, None, [Attempt(beta, data.mean_hamming, time.perf_counter() - start)]
+    target, tol = tuning_cfg["target_hamming"], tuning_cfg["tolerance"]
+    tuning = tune_beta(jax.random.fold_in(key, 1 << 20), J, U, sampling_cfg, tuning_cfg)
+    beta, attempts = tuning.beta, []
+    for a in range(tuning_cfg["resamples"] + 1):
+        start = time.perf_counter()
+        data = draw_dataset(key, J, U, beta, sampling_cfg)  # common random numbers
+        attempts.append(Attempt(beta, data.mean_hamming, time.perf_counter() - start))
+        miss = data.mean_hamming - target
+        log.info("attempt %d: beta %.4f -> data set Hamming %.4f (target %.3f +- %.3f)", a + 1,
+                 beta, data.mean_hamming, target, tol)
+        if abs(miss) <= tol:
+            return data, tuning, attempts
+        if a < tuning_cfg["resamples"]:
+            beta = next_beta(tuning, attempts, target)
+    raise TuningError(
+        f"data set mean Hamming distance {data.mean_hamming:.4f} misses the target {target} by "
+        f"{miss:+.4f} (tolerance {tol}) after {len(attempts)} attempt(s) at beta "
+        + ", ".join(f"{t.beta:.4f}" for t in attempts)
+        + "; raise beta_tuning.resamples, beta_tuning.tolerance or beta_tuning.pilot_samples"
     )

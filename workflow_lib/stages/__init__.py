@@ -47,3 +47,8 @@ STAGES = {
     "omniglot_tables": "workflow_lib.stages.omniglot:omniglot_tables",
     "omniglot_figure": "workflow_lib.stages.omniglot:omniglot_figure",
 }
+
+
+class StageError(RuntimeError):
+    """A stage's output fails a property it promises; the message is one line for the user and
+    no artefact is written."""

@@ -9,7 +9,7 @@ import numpy as np
 from workflow_lib.artefacts import POTTS_COUPLINGS, POTTS_SAMPLES, read_artefact, write_artefact
 from workflow_lib.keys import stage_key
 from workflow_lib.potts import model, sampling
-from workflow_lib.stages import Job
+from workflow_lib.stages import Job, StageError
 
 log = logging.getLogger("workflow_lib.stages")
 
@@ -26,45 +26,107 @@ def couplings(job: Job) -> None:
 
 
 def sample(job: Job) -> None:
-    """Tune beta (unless given), sample train and test sequences, store them with diagnostics.
+    """Sample train and test sequences (at a tuned beta, verified on the data set, unless beta is
+    given) and store them with their diagnostics.
 
     Datasets: ``train: (n_train, L) uint8``, ``test: (n_test, L) uint8``, ``J``, ``U``,
-    ``saved_energy: (n_train + n_test,)``, ``burn_in_energy: (burn_in, n_monitor)``,
-    ``split_position``, and, when tuned, ``tuning/beta`` and ``tuning/hamming: (rounds, K)``.
+    ``saved_energy: (n_train + n_test,)``, ``energy_acf``, ``burn_in_energy: (burn_in,
+    n_monitor)``, ``split_position``, ``test_in_train: (n_test,)``; ``attempts/beta``,
+    ``attempts/hamming``, ``attempts/seconds: (A,)`` every production sample; when tuned,
+    ``tuning/betas``, ``tuning/hamming``, ``tuning/hamming_sem: (rounds, K)`` and
+    ``tuning/estimate: (rounds,)``;
+    for parallel tempering ``tempering/ladder: (R,)``, ``tempering/swap_acceptance: (R-1,)``.
     """
     p = job.params
     cpl = read_artefact(job.input["couplings"], POTTS_COUPLINGS, required=("J", "U"))
     J, U = cpl["J"], cpl["U"]
     key = stage_key(p["seed"], "sample", p["realisation"])
-    protocol = p["sampling"]["protocol"]
-    extra: dict[str, np.ndarray] = {}
-    beta = p["potts"]["beta"]
-    if beta is None:
-        tuning = sampling.tune_beta(key, J, U, protocol, p["beta_tuning"])
-        beta = tuning.beta
-        extra = {"tuning/beta": tuning.betas, "tuning/hamming": tuning.hamming}
-        log.info("tuned beta = %.4f", beta)
-    data = sampling.draw_dataset(key, J, U, beta, p["sampling"])
-    dtype = np.uint8 if U.shape[0] <= 256 else np.int32
+    protocol, tc = p["sampling"]["protocol"], p["beta_tuning"]
+    try:
+        data, tuning, attempts = sampling.sample_to_target(
+            key, J, U, p["potts"]["beta"], p["sampling"], tc
+        )
+    except sampling.TuningError as exc:
+        raise StageError(f"sample r{p['realisation']}: {exc}") from None
+    beta = attempts[-1].beta
+    extra: dict[str, np.ndarray] = {
+        "attempts/beta": np.array([a.beta for a in attempts]),
+        "attempts/hamming": np.array([a.hamming for a in attempts]),
+        "attempts/seconds": np.array([a.seconds for a in attempts]),
+    }
+    if tuning is not None:
+        extra |= {"tuning/betas": tuning.betas, "tuning/hamming": tuning.hamming,
+                  "tuning/hamming_sem": tuning.sem, "tuning/estimate": tuning.estimate}
+    attrs = {"tuning_seconds": tuning.seconds} if tuning is not None else {}
+    if protocol == "parallel_tempering":
+        extra |= {"tempering/ladder": data.extra["ladder"],
+                  "tempering/swap_acceptance": data.extra["swap_acceptance"]}
+        attrs["round_trips"] = int(data.extra["round_trips"])
+    in_train = float(data.test_in_train.mean())
     log.info(
-        "sampled %d + %d sequences: mean Hamming %.3f, tau_int %.2f sweeps, ESS %.0f, "
-        "optimal test loss %.4f nats", len(data.train), len(data.test), data.mean_hamming,
-        data.tau_int_sweeps, data.ess, data.optimal_test_loss,
+        "sampled %d + %d sequences at beta %.4f: mean Hamming %.3f, tau_int %.2f sweeps, "
+        "ESS %.0f, optimal test loss %.4f nats; %d / %d distinct train / test sequences",
+        len(data.train), len(data.test), beta, data.mean_hamming, data.tau_int_sweeps, data.ess,
+        data.optimal_test_loss, data.n_distinct_train, data.n_distinct_test,
     )
+    if in_train > 0.5:
+        log.warning(
+            "%.0f%% of the test sequences also occur in the training set: test losses are mostly "
+            "in-sample (raise beta_tuning.target_hamming, potts.L or sampling.sweeps_between)",
+            100 * in_train,
+        )
+    dtype = np.uint8 if U.shape[0] <= 256 else np.int32
     write_artefact(
         job.output["samples"], POTTS_SAMPLES,
         {
             "train": data.train.astype(dtype), "test": data.test.astype(dtype),
-            "J": J, "U": U, "saved_energy": data.saved_energy,
-            "burn_in_energy": data.burn_in_energy, "split_position": data.position, **extra,
+            "J": J, "U": U, "saved_energy": data.saved_energy, "energy_acf": data.energy_acf,
+            "burn_in_energy": data.burn_in_energy, "split_position": data.position,
+            "test_in_train": data.test_in_train, **extra,
         },
         p, seeds={"seed": p["seed"], "realisation": p["realisation"]},
         attrs={
-            "beta": beta, "beta_tuned": p["potts"]["beta"] is None, "protocol": protocol,
-            "hamming_pairs": sampling.HAMMING_PAIRS[protocol],
-            "mean_hamming": data.mean_hamming, "tau_int_sweeps": data.tau_int_sweeps,
+            "beta": beta, "beta_tuned": tuning is not None, "protocol": protocol,
+            "hamming_pairs": sampling.PROTOCOLS[protocol],
+            "mean_hamming": data.mean_hamming, "target_hamming": tc["target_hamming"],
+            "tolerance": tc["tolerance"], "attempts": len(attempts),
+            "tau_int_sweeps": data.tau_int_sweeps,
             "ess": data.ess, "optimal_test_loss": data.optimal_test_loss,
+            "n_distinct_train": data.n_distinct_train, "n_distinct_test": data.n_distinct_test,
+            "test_in_train_fraction": in_train,
             "split": "random permutation of the saved configurations into train and test",
+            **attrs,
         },
     )
+
+
+def describe_sampling(path: str) -> str:
+    """The beta-tuning rounds, production attempts and held-out statistics of a samples
+    artefact, as text (shown by ``inspect``)."""
+    art = read_artefact(path, POTTS_SAMPLES)
+    a = art.attrs
+    lines = ["  sampling:",
+             f"    protocol {a['protocol']}, beta {a['beta']:.4f} (tuned: {a['beta_tuned']})",
+             f"    mean Hamming {a['mean_hamming']:.4f}, target {a['target_hamming']} +- "
+             f"{a['tolerance']}"]
+    if "tuning/betas" in art.data:
+        for r, (b, h, s, e) in enumerate(zip(art["tuning/betas"], art["tuning/hamming"],
+                                             art["tuning/hamming_sem"], art["tuning/estimate"],
+                                             strict=True)):
+            pts = ", ".join(f"{bi:.3f}:{hi:.3f}+-{si:.3f}" for bi, hi, si in zip(b, h, s,
+                                                                               strict=True))
+            lines.append(f"    tuning round {r + 1}: estimate {e:.4f}; beta:Hamming {pts}")
+    if "tuning_seconds" in a:
+        lines.append(f"    tuning: {a['tuning_seconds']:.1f} s")
+    for i, (b, h, t) in enumerate(zip(art["attempts/beta"], art["attempts/hamming"],
+                                      art["attempts/seconds"], strict=True)):
+        lines.append(f"    attempt {i + 1}: beta {b:.4f} -> data set Hamming {h:.4f} ({t:.1f} s)")
+    lines.append(f"    distinct sequences: train {a['n_distinct_train']}, test "
+                 f"{a['n_distinct_test']}; test in train: {a['test_in_train_fraction']:.3f}")
+    if "tempering/swap_acceptance" in art.data:
+        rungs = np.array2string(art["tempering/ladder"], precision=3)
+        acc = np.array2string(art["tempering/swap_acceptance"], precision=3)
+        lines.append(f"    tempering: ladder {rungs}, swap acceptance {acc}, "
+                     f"round trips {a['round_trips']}")
+    return "\n".join(lines)
 
