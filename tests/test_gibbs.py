@@ -213,9 +213,15 @@ def test_traced_sweep_does_not_grow_with_length():
     """The sweep's program is the same size at L = 69 and L = 645 (no unrolling over sites or
     over the field's sum): compile time is flat in L."""
 
+    def n_eqns(jaxpr) -> int:  # equations, counted into loop bodies and other sub-programs
+        subs = [s for e in jaxpr.eqns for v in e.params.values()
+                for s in (v if isinstance(v, tuple | list) else (v,))]
+        inner = [getattr(s, "jaxpr", s) for s in subs if hasattr(getattr(s, "jaxpr", s), "eqns")]
+        return len(jaxpr.eqns) + sum(n_eqns(s) for s in inner)
+
     def size(L: int) -> int:
         args = (jnp.zeros((L, 2), jnp.int32), jnp.zeros((L, 2)), jnp.zeros((L, L, 2)),
                 jnp.zeros((3, 3)))
-        return len(str(jax.make_jaxpr(gibbs.sweep_chains)(*args)).splitlines())
+        return n_eqns(jax.make_jaxpr(gibbs.sweep_chains)(*args).jaxpr)
 
     assert size(69) == size(645)  # both: a loop of 32-site blocks and a 5-site tail
