@@ -11,12 +11,10 @@ layout, state ``(L, B)``. The sites run in a ``fori_loop`` with a dynamic row in
 site i sums ``beta J_ij U[:, s_j]`` over j in fused blocks of ``FIELD_BLOCK`` gathers
 (``site_field``, O(L C) per chain), draws, and writes row i of the state. The traced program
 does not grow with L, so neither does compile time, and the work per update grows like L.
-(Unrolling the sweep over sites at trace time, the previous kernel, measured slower at every
-L, B tried, and its compile time grows like L^2.) Uniforms are drawn for a chunk of sweeps at
-once (the random-number kernels cost about as much as a sweep of one short chain); everything is
-elementwise over chains (shards over devices). ``independent_chains`` runs many chains of one model;
-``single_chain`` (the paper's protocol) runs one chain per realisation, each with its own J, U,
-beta, batched the same way.
+Uniforms are drawn for a chunk of sweeps at once (one random-number call per chunk, not per
+sweep); everything is elementwise over chains (shards over devices).
+``independent_chains`` runs many chains of one model; ``single_chain`` (the paper's protocol)
+runs one chain per realisation, each with its own J, U, beta, batched the same way.
 
 Long runs proceed in blocks, with a log line per block (rate and ETA).
 """
