@@ -32,8 +32,8 @@ def sample(job: Job) -> None:
     Datasets: ``train: (n_train, L) uint8``, ``test: (n_test, L) uint8``, ``J``, ``U``,
     ``saved_energy: (n_train + n_test,)``, ``energy_acf``, ``burn_in_energy: (burn_in,
     n_monitor)``, ``split_position``, ``test_in_train: (n_test,)``; ``attempts/beta``,
-    ``attempts/hamming``, ``attempts/seconds: (A,)`` every production sample; when tuned,
-    ``tuning/betas``, ``tuning/hamming``, ``tuning/hamming_sem: (rounds, K)`` and
+    ``attempts/hamming: (A,)`` every production sample (wall times: attr ``attempt_seconds``);
+    when tuned, ``tuning/betas``, ``tuning/hamming``, ``tuning/hamming_sem: (rounds, K)`` and
     ``tuning/estimate: (rounds,)``;
     for parallel tempering ``tempering/ladder: (R,)``, ``tempering/swap_acceptance: (R-1,)``.
     """
@@ -41,7 +41,7 @@ def sample(job: Job) -> None:
     cpl = read_artefact(job.input["couplings"], POTTS_COUPLINGS, required=("J", "U"))
     J, U = cpl["J"], cpl["U"]
     key = stage_key(p["seed"], "sample", p["realisation"])
-    protocol, tc = p["sampling"]["protocol"], p["beta_tuning"]
+    protocol, tc = p["sampling"]["protocol"], p["beta_tuning"]  # tc: used when beta is None
     try:
         data, tuning, attempts = sampling.sample_to_target(
             key, J, U, p["potts"]["beta"], p["sampling"], tc
@@ -52,12 +52,14 @@ def sample(job: Job) -> None:
     extra: dict[str, np.ndarray] = {
         "attempts/beta": np.array([a.beta for a in attempts]),
         "attempts/hamming": np.array([a.hamming for a in attempts]),
-        "attempts/seconds": np.array([a.seconds for a in attempts]),
     }
     if tuning is not None:
         extra |= {"tuning/betas": tuning.betas, "tuning/hamming": tuning.hamming,
                   "tuning/hamming_sem": tuning.sem, "tuning/estimate": tuning.estimate}
-    attrs = {"tuning_seconds": tuning.seconds} if tuning is not None else {}
+    attrs = {"attempt_seconds": np.array([a.seconds for a in attempts])}  # wall time: not data
+    if tuning is not None:
+        attrs |= {"target_hamming": tc["target_hamming"], "tolerance": tc["tolerance"],
+                  "tuning_seconds": tuning.seconds}
     if protocol == "parallel_tempering":
         extra |= {"tempering/ladder": data.extra["ladder"],
                   "tempering/swap_acceptance": data.extra["swap_acceptance"]}
@@ -88,8 +90,7 @@ def sample(job: Job) -> None:
         attrs={
             "beta": beta, "beta_tuned": tuning is not None, "protocol": protocol,
             "hamming_pairs": sampling.PROTOCOLS[protocol],
-            "mean_hamming": data.mean_hamming, "target_hamming": tc["target_hamming"],
-            "tolerance": tc["tolerance"], "attempts": len(attempts),
+            "mean_hamming": data.mean_hamming, "attempts": len(attempts),
             "tau_int_sweeps": data.tau_int_sweeps,
             "ess": data.ess, "optimal_test_loss": data.optimal_test_loss,
             "n_distinct_train": data.n_distinct_train, "n_distinct_test": data.n_distinct_test,
@@ -107,8 +108,8 @@ def describe_sampling(path: str) -> str:
     a = art.attrs
     lines = ["  sampling:",
              f"    protocol {a['protocol']}, beta {a['beta']:.4f} (tuned: {a['beta_tuned']})",
-             f"    mean Hamming {a['mean_hamming']:.4f}, target {a['target_hamming']} +- "
-             f"{a['tolerance']}"]
+             f"    mean Hamming {a['mean_hamming']:.4f}"
+             + (f", target {a['target_hamming']} +- {a['tolerance']}" if a["beta_tuned"] else "")]
     if "tuning/betas" in art.data:
         for r, (b, h, s, e) in enumerate(zip(art["tuning/betas"], art["tuning/hamming"],
                                              art["tuning/hamming_sem"], art["tuning/estimate"],
@@ -116,10 +117,11 @@ def describe_sampling(path: str) -> str:
             pts = ", ".join(f"{bi:.3f}:{hi:.3f}+-{si:.3f}" for bi, hi, si in zip(b, h, s,
                                                                                strict=True))
             lines.append(f"    tuning round {r + 1}: estimate {e:.4f}; beta:Hamming {pts}")
-    if "tuning_seconds" in a:
+    if a["beta_tuned"]:
         lines.append(f"    tuning: {a['tuning_seconds']:.1f} s")
-    for i, (b, h, t) in enumerate(zip(art["attempts/beta"], art["attempts/hamming"],
-                                      art["attempts/seconds"], strict=True)):
+    seconds = a.get("attempt_seconds", np.full(len(art["attempts/beta"]), np.nan))
+    for i, (b, h, t) in enumerate(zip(art["attempts/beta"], art["attempts/hamming"], seconds,
+                                      strict=True)):
         lines.append(f"    attempt {i + 1}: beta {b:.4f} -> data set Hamming {h:.4f} ({t:.1f} s)")
     lines.append(f"    distinct sequences: train {a['n_distinct_train']}, test "
                  f"{a['n_distinct_test']}; test in train: {a['test_in_train_fraction']:.3f}")
