@@ -42,6 +42,7 @@ import numpy as np
 import optax
 from jax import lax
 
+from workflow_lib.config import load_schema
 from workflow_lib.mlm.models import (
     ArchSpec,
     Params,
@@ -52,21 +53,28 @@ from workflow_lib.mlm.models import (
     predict,
     predict_all_sites,
 )
+from workflow_lib.mlm.overlap import in_training_set
 from workflow_lib.potts.model import optimal_loss
 
 Array = jax.Array
 log = logging.getLogger("workflow_lib.mlm")
 
-TRAIN_DEFAULTS = {
-    "batch_size": 100,
-    "restarts": 2,
-    "init_scale": 1.0,
-    "model_dim": 20,
-    "mask_token": "channel",
-    "l2": 0.0,
-    "eval_every": 1,
-}
-HISTORY_KEYS = ("train_loss", "test_loss", "recon_error", "pearson_r")
+
+
+def schema_defaults(section: str) -> dict:
+    """The defaults of config section ``section`` (``schemas/config.schema.json``, their one
+    home), for callers that pass a partial config."""
+    props = load_schema()["properties"][section]["properties"]
+    return {k: v["default"] for k, v in props.items() if "default" in v}
+
+
+TRAIN_DEFAULTS = schema_defaults("training")
+HISTORY_KEYS = ("train_loss", "test_loss", "test_loss_heldout", "recon_error", "pearson_r")
+CONVERGENCE = (
+    "relative improvement of the epoch-mean training loss between the last two windows of "
+    "convergence_window x epochs epochs, (mean(previous) - mean(last)) / mean(last), below "
+    "convergence_tol"
+)
 PRNG_IMPL = "philox4x32"  # the caller's threefry2x32 key reinterpreted: 3-4x cheaper to compile
 # XLA:CPU defaults (new fusion emitters, LLVM -O3) compile this program 2x slower than the classic
 # emitters at -O2, with no faster steps (benchmarks/bench_train.py).
@@ -169,11 +177,38 @@ def sq_norm(params: Params) -> Array:
     return sum(jnp.sum(jnp.square(x)) for x in jax.tree_util.tree_leaves(params))
 
 
-def _evaluate(spec: ArchSpec, params: Params, seqs: Array, J: Array):
-    """Test metrics (``HISTORY_KEYS[1:]``) and the attention map ``(L, L)`` of one model."""
+def _evaluate(spec: ArchSpec, params: Params, seqs: Array, heldout: Array, J: Array):
+    """Test metrics (``HISTORY_KEYS[1:]``) and the attention map ``(L, L)`` of one model.
+
+    ``heldout: (M_test,)`` float, 1 for test sequences absent from the training set: the
+    held-out test loss averages only those (NaN when there are none).
+    """
     logits, att = predict_all_sites(spec, params, seqs)
+    logp = jax.nn.log_softmax(logits, axis=-1)
+    per_seq = -jnp.mean(jnp.take_along_axis(logp, seqs[..., None], axis=-1)[..., 0], axis=-1)
     error, r, _ = reconstruction(att, J, gauge=spec.kind != "transformer")
-    return {"test_loss": cross_entropy(logits, seqs), "recon_error": error, "pearson_r": r}, att
+    metrics = {
+        "test_loss": jnp.mean(per_seq),
+        "test_loss_heldout": jnp.sum(heldout * per_seq) / jnp.sum(heldout),
+        "recon_error": error,
+        "pearson_r": r,
+    }
+    return metrics, att
+
+
+def convergence(train_loss: np.ndarray, window: float, tol: float) -> dict[str, float | bool]:
+    """The stated convergence criterion (``CONVERGENCE``) on the per-epoch training loss
+    ``train_loss: (epochs,)``: ``w = max(1, round(window * epochs))`` epochs per window;
+    ``rel_improvement = (mean(loss[-2w:-w]) - mean(loss[-w:])) / mean(loss[-w:])``, converged
+    when below ``tol`` (never with fewer than two epochs, or a non-finite loss)."""
+    n = len(train_loss)
+    w = max(1, round(window * n))
+    if n < 2 * w:
+        return {"converged": False, "rel_improvement": float("nan"), "convergence_epochs": w}
+    last, previous = np.mean(train_loss[-w:]), np.mean(train_loss[-2 * w : -w])
+    rel = float((previous - last) / last)
+    return {"converged": bool(np.isfinite(rel) and rel < tol), "rel_improvement": rel,
+            "convergence_epochs": w}  # fmt: skip
 
 
 _CLOCK = {"epochs": 0, "steps": 0, "epoch": 0, "time": 0.0}  # host-side progress of the run
@@ -191,13 +226,13 @@ def _log_progress(e, m, optimum) -> None:
     )  # fmt: skip
 
 
-def _train(spec, opt, plan, params, keys, train, test, J, optimum):
+def _train(spec, opt, plan, params, keys, train, test, heldout, J, optimum):
     """Train ``R`` restarts side by side. ``params``, ``keys``: leading restart axis ``R``.
 
     ``optimum`` is only logged. Returns the final params, the per-epoch metrics ``(epochs, R)``
     (NaN on epochs that are not evaluated) and the last evaluated attention maps ``(R, L, L)``.
     """
-    evaluate = jax.vmap(_evaluate, (None, 0, None, None))
+    evaluate = jax.vmap(_evaluate, (None, 0, None, None, None))
 
     def objective(p, seqs, sites):
         data = mlm_loss(spec, p, seqs, sites)
@@ -224,7 +259,7 @@ def _train(spec, opt, plan, params, keys, train, test, J, optimum):
         last = e + 1 == plan.epochs
         metrics, att = lax.cond(
             ((e + 1) % plan.eval_every == 0) | last,
-            lambda p, _: evaluate(spec, p, test, J),
+            lambda p, _: evaluate(spec, p, test, heldout, J),
             skip,
             state[0],
             att,
@@ -244,7 +279,7 @@ def _train(spec, opt, plan, params, keys, train, test, J, optimum):
 
 
 @partial(jax.jit, static_argnames=("spec", "opt", "plan"))
-def _run(spec, opt, plan, key, train, test, J, U, beta):
+def _run(spec, opt, plan, key, train, test, heldout, J, U, beta):
     """The whole fit as one program. Returns the optimal loss, and per restart the final params,
     history, attention map, training loss (all sites, to choose the best restart) and the
     float64 ``reconstruction`` of the attention map."""
@@ -255,7 +290,9 @@ def _run(spec, opt, plan, key, train, test, J, U, beta):
         params = jax.vmap(lambda k: init(spec, k))(k_init)
         J32 = J.astype(jnp.float32)
         logged = optimum.astype(jnp.float32)
-        params, history, att = _train(spec, opt, plan, params, k_train, train, test, J32, logged)
+        params, history, att = _train(
+            spec, opt, plan, params, k_train, train, test, heldout.astype(jnp.float32), J32, logged
+        )
         train_losses = jax.vmap(full_loss, (None, 0, None))(spec, params, train)
     gauge = spec.kind != "transformer"
     fits = jax.vmap(partial(reconstruction, gauge=gauge), (0, None))(att.astype(J.dtype), J)
@@ -293,7 +330,7 @@ def train_mlm(
     """Train ``arch`` (see ``models.ARCHS``) by MLM on ``train_seqs: (M, L)``; evaluate on
     ``test_seqs: (M_test, L)`` against the true model ``(J, U, beta)``.
 
-    ``cfg`` keys: ``optimizer``, ``learning_rate``, ``epochs`` (required) and ``TRAIN_DEFAULTS``.
+    ``cfg``: the ``training`` config section; missing keys take the schema's defaults.
     """
     t_start = time.perf_counter()
     cfg = {**TRAIN_DEFAULTS, **cfg}
@@ -311,7 +348,8 @@ def train_mlm(
     plan = Plan(n_epochs, steps, batch, int(cfg["restarts"]), float(cfg["l2"]),
                 eval_every, log_every)  # fmt: skip
     J, U = np.asarray(J, np.float64), np.asarray(U, np.float64)
-    args = (key, train, test, J, U, np.float64(beta))
+    in_train = in_training_set(train, test)
+    args = (key, train, test, ~in_train, J, U, np.float64(beta))
     compiled = _executable(spec, cfg, plan, args)
     t_compiled = time.perf_counter()
     _CLOCK.update(epochs=n_epochs, steps=steps, epoch=0, time=t_compiled)
@@ -324,12 +362,22 @@ def train_mlm(
     att = np.asarray(att[best], np.float64)
     attention = att if spec.kind == "transformer" else c * att
     history = {k: np.asarray(v[:, best], np.float64) for k, v in history.items()}
+    conv = convergence(history["train_loss"], float(cfg["convergence_window"]),
+                       float(cfg["convergence_tol"]))  # fmt: skip
+    if not conv["converged"]:
+        log.warning("%s NOT CONVERGED: relative improvement %.2e over the last %d epochs "
+                    "(tolerance %.1e)", arch, conv["rel_improvement"],
+                    conv["convergence_epochs"], float(cfg["convergence_tol"]))  # fmt: skip
     evaluated = ~np.isnan(history["test_loss"])
     history = {k: v[evaluated] for k, v in history.items()}
     history["epoch"] = np.flatnonzero(evaluated) + 1
     metrics = {
         "train_loss": float(train_losses[best]),
         "test_loss": float(history["test_loss"][-1]),
+        "test_loss_heldout": float(history["test_loss_heldout"][-1]),
+        "test_overlap": float(np.mean(in_train)),
+        **conv,
+        "convergence_tol": float(cfg["convergence_tol"]),
         "recon_error": error,
         "pearson_r": r,
         "attention_scale": c,

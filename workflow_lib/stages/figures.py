@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -12,6 +13,8 @@ from workflow_lib.analysis import aggregate as agg
 from workflow_lib.analysis import figures
 from workflow_lib.artefacts import read_artefact
 from workflow_lib.stages import Job
+
+log = logging.getLogger("workflow_lib.stages")
 
 
 def write_csv(df: pd.DataFrame, path: str) -> None:
@@ -27,15 +30,20 @@ def aggregate(job: Job) -> None:
     """Write the tidy tables of every stage's artefacts (CSV)."""
     history, final = agg.training_tables(job.input["train"])
     sc = agg.sample_complexity_table(job.input["sample_complexity"])
+    plm = agg.plm_table(job.input["plm"])
+    for line in agg.warnings(final, plm, sc):
+        log.warning("%s", line)
     tables = {
         "training_history": history,
         "training_final": final,
-        "training_summary": agg.summarise(final, ["arch", "a"],
-                                          ["test_loss", "excess_loss", "recon_error", "pearson_r"]),
-        "plm": agg.plm_table(job.input["plm"]),
+        "training_summary": agg.summarise(
+            final, ["arch", "a"], ["test_loss", "test_loss_heldout", "excess_loss", "test_overlap",
+                                   "recon_error", "pearson_r", "converged"]),
+        "plm": plm,
         "replica": agg.replica_table(job.input["theory"], job.input["simulations"]),
         "sample_complexity": sc,
-        "sample_complexity_summary": agg.summarise(sc, ["M", "alpha"], ["test_loss", "train_loss"]),
+        "sample_complexity_summary": agg.summarise(
+            sc, ["M", "alpha"], ["test_loss", "test_loss_heldout", "train_loss", "converged"]),
         "sample_complexity_peak": agg.peak(sc, "M", "test_loss").to_frame().T.assign(
             alpha=lambda d: d["M"] / sc["M"].iloc[0] * sc["alpha"].iloc[0]),
     }
