@@ -156,6 +156,17 @@ def test_reconstruction_metric():
     np.testing.assert_allclose([float(error), float(r), float(c)], [0.0, -1.0, -0.5], atol=1e-12)
 
 
+def test_all_sites_epoch_visits_every_pair_once():
+    spec = models.arch_spec("vanilla1", {}, L, C)
+    plan = train.Plan(epochs=1, steps=12 * L // 8, all_sites=True, batch=8, restarts=1, l2=0.0,
+                      eval_every=1, log_every=1)  # fmt: skip
+    key = jax.random.key(3, impl=train.PRNG_IMPL)
+    idx, sites = train.epoch_batches(spec, plan, key, 12)
+    assert idx.shape == sites.shape == (plan.steps, 8)
+    pairs = np.sort(np.asarray(idx * L + sites).ravel())
+    np.testing.assert_array_equal(pairs, np.arange(12 * L))  # all 12 x L pairs, each once
+
+
 def test_shuffle_is_a_permutation():
     k1, k2 = jax.random.split(jax.random.key(0, impl=train.PRNG_IMPL))
     a, b = np.asarray(train.shuffle(k1, 3000)), np.asarray(train.shuffle(k2, 3000))
@@ -167,9 +178,12 @@ def test_shuffle_is_a_permutation():
 def test_training_loop_is_float32(arch):
     """float64 (optimal loss, final c* fit) stays outside the training scan."""
     spec = models.arch_spec(arch, {"model_dim": 8}, L, C)
-    plan = train.Plan(epochs=2, steps=2, batch=10, restarts=2, l2=0.0, eval_every=1, log_every=1)
+    plan = train.Plan(epochs=2, steps=2, all_sites=False, batch=10, restarts=2, l2=0.0,
+                      eval_every=1, log_every=1)  # fmt: skip
     seqs = np.zeros((20, L), np.int32)
-    args = (jax.random.key(0), seqs, seqs, np.zeros((L, L)), np.zeros((C, C)), np.float64(BETA))
+    heldout = np.ones(20, bool)
+    args = (jax.random.key(0), seqs, seqs, heldout, np.zeros((L, L)), np.zeros((C, C)),
+            np.float64(BETA))  # fmt: skip
     opt = train.make_optimizer("adam", 0.1, 4)
     (run,) = jax.make_jaxpr(train._run, static_argnums=(0, 1, 2))(spec, opt, plan, *args).eqns
     scans = [eqn for eqn in run.params["jaxpr"].eqns if eqn.primitive.name == "scan"]

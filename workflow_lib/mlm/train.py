@@ -1,8 +1,11 @@
 """Masked-language-model training of the models in ``models.py`` (spec §4, Fig. 2).
 
 Protocol:
-- loss: cross-entropy of the masked colour. Transformers mask one uniformly random site per
-  sequence, redrawn at every step. The factored family (``factored``, ``factored_softmax``,
+- loss: cross-entropy of the masked colour. Transformers (``vanilla_sites: one``) mask one
+  uniformly random site per sequence, redrawn at every step; with ``vanilla_sites: all`` an epoch
+  visits every (sequence, site) pair once, in shuffled mini-batches of ``batch_size`` pairs
+  (L times the steps per epoch): the same supervised sites per epoch as the factored family.
+  The factored family (``factored``, ``factored_softmax``,
   ``interpolated``) masks every site of every sequence at once: its per-site predictions are
   independent, so this is the same expected loss with L times more signal per step at no extra
   cost (spec §4); the loss is then the negative pseudo-log-likelihood per site (spec §5).
@@ -10,7 +13,9 @@ Protocol:
   all steps, mini-batches of ``batch_size`` drawn without replacement each epoch (the remainder of
   ``M / batch_size`` is dropped), optional ``l2 * sum ||theta||^2`` on every parameter. The epoch's
   order sorts one 32-bit random key per sequence (``shuffle``).
-- ``restarts`` random initialisations train side by side (``vmap``); the one with the lowest final
+- ``restarts`` random initialisations train side by side (``vmap`` for the factored family; one
+  after the other inside the same program for transformers, ``over_restarts``: XLA:CPU runs
+  their restart-batched layers ~1.8x slower than two plain passes); the one with the lowest final
   full training loss (all sites) is kept. The test set never enters the choice.
 - the whole run, including the optimal loss and the final ``c*`` fit, is one ``jit``-compiled
   program: a ``lax.scan`` over epochs (each a ``lax.scan`` over steps) with the evaluation inside;
@@ -86,6 +91,7 @@ class Plan(NamedTuple):
 
     epochs: int
     steps: int  # per epoch
+    all_sites: bool  # transformers: every (sequence, site) pair once per epoch
     batch: int
     restarts: int
     l2: float
@@ -165,8 +171,12 @@ def shuffle(key: Array, n: int) -> Array:
 
 def epoch_batches(spec: ArchSpec, plan: Plan, key: Array, n: int) -> tuple[Array, Array | None]:
     """One epoch's mini-batches of ``n`` sequences: indices ``(steps, batch)`` drawn without
-    replacement and, for transformers, the masked site of each sequence (else ``None``)."""
+    replacement and, for transformers, the masked site of each sequence (else ``None``): drawn
+    at random, or with ``plan.all_sites`` every (sequence, site) pair once."""
     transformer = spec.kind == "transformer"
+    if transformer and plan.all_sites:
+        pairs = shuffle(key, n * spec.L)[: plan.steps * plan.batch].reshape(plan.steps, plan.batch)
+        return pairs // spec.L, pairs % spec.L
     k_order, k_sites = jax.random.split(key) if transformer else (key, key)
     idx = shuffle(k_order, n)[: plan.steps * plan.batch].reshape(plan.steps, plan.batch)
     return idx, jax.random.randint(k_sites, idx.shape, 0, spec.L) if transformer else None
@@ -226,13 +236,21 @@ def _log_progress(e, m, optimum) -> None:
     )  # fmt: skip
 
 
+def over_restarts(spec: ArchSpec, f):
+    """``f`` mapped over a leading restart axis of all its arguments: ``vmap`` for the factored
+    family, a sequential ``lax.map`` for transformers (same numbers, faster on CPU)."""
+    if spec.kind != "transformer":
+        return jax.vmap(f)
+    return lambda *args: lax.map(lambda a: f(*a), args)
+
+
 def _train(spec, opt, plan, params, keys, train, test, heldout, J, optimum):
     """Train ``R`` restarts side by side. ``params``, ``keys``: leading restart axis ``R``.
 
     ``optimum`` is only logged. Returns the final params, the per-epoch metrics ``(epochs, R)``
     (NaN on epochs that are not evaluated) and the last evaluated attention maps ``(R, L, L)``.
     """
-    evaluate = jax.vmap(_evaluate, (None, 0, None, None, None))
+    evaluate = over_restarts(spec, lambda p: _evaluate(spec, p, test, heldout, J))
 
     def objective(p, seqs, sites):
         data = mlm_loss(spec, p, seqs, sites)
@@ -255,11 +273,11 @@ def _train(spec, opt, plan, params, keys, train, test, heldout, J, optimum):
     def body(carry, e):
         state, att = carry
         epoch_keys = jax.vmap(jax.random.fold_in, (0, None))(keys, e)
-        state, train_loss = jax.vmap(epoch)(state, epoch_keys)
+        state, train_loss = over_restarts(spec, epoch)(state, epoch_keys)
         last = e + 1 == plan.epochs
         metrics, att = lax.cond(
             ((e + 1) % plan.eval_every == 0) | last,
-            lambda p, _: evaluate(spec, p, test, heldout, J),
+            lambda p, _: evaluate(p),
             skip,
             state[0],
             att,
@@ -339,13 +357,15 @@ def train_mlm(
     (M, L), C = train.shape, int(np.asarray(U).shape[0])
     spec = arch_spec(arch, cfg, L, C)
     n_epochs = int(cfg["epochs"])
-    batch = min(int(cfg["batch_size"]), M)
-    steps = M // batch
+    all_sites = spec.kind == "transformer" and cfg["vanilla_sites"] == "all"
+    units = M * L if all_sites else M  # supervised units per epoch: pairs or sequences
+    batch = min(int(cfg["batch_size"]), units)
+    steps = units // batch
     eval_every = int(cfg["eval_every"])
     if min(n_epochs, eval_every, int(cfg["restarts"])) < 1:
         raise ValueError("epochs, eval_every and restarts must be >= 1")
     log_every = eval_every * max(1, math.ceil(n_epochs / (10 * eval_every)))  # evaluated epochs
-    plan = Plan(n_epochs, steps, batch, int(cfg["restarts"]), float(cfg["l2"]),
+    plan = Plan(n_epochs, steps, all_sites, batch, int(cfg["restarts"]), float(cfg["l2"]),
                 eval_every, log_every)  # fmt: skip
     J, U = np.asarray(J, np.float64), np.asarray(U, np.float64)
     in_train = in_training_set(train, test)
