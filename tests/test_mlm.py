@@ -300,8 +300,9 @@ def test_convergence_recorded_and_unconverged_flagged(potts, tmp_path):
                                    "stop_reason"]).astype({"converged": bool})  # fmt: skip
     curve = pd.DataFrame({"realisation": [0], "M": [10], "converged": [True]})
     lines = aggregate.warnings(final, plm_df, curve)
-    assert lines == [f"train factored r0: NOT CONVERGED (relative improvement "
-                     f"{short.attrs['rel_improvement']:.1e})"]  # fmt: skip
+    flagged = [line for line in lines if line.startswith("train ")]
+    assert flagged == [f"train factored r0: NOT CONVERGED (relative improvement "
+                       f"{short.attrs['rel_improvement']:.1e})"]  # fmt: skip
 
 
 def test_plm_convergence_is_the_gradient_criterion(potts):

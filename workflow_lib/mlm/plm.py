@@ -7,10 +7,15 @@ Two coupling families, both without fields (the generative model has none):
 - ``full``: unconstrained asymmetric couplings ``J: (L, L, C, C)``, ``J[i, j, a, b] = J_ij(a, b)``
   (diagonal blocks held at 0), conditional ``P(s_i = a | rest) ∝ exp(sum_{j != i} J_ij(a, s_j))``.
   As in plmDCA the penalty is per site on the per-sample averaged loss,
-  ``mean_mu -log P(s_i^mu | .) + l2 sum_j ||J_ij||_F^2`` (default ``l2 = 0.01``), averaged here
-  over sites: ``loss + (l2 / L) ||J||^2``. Convex; starts from 0. With couplings of order one,
-  as here, the plmDCA default shrinks hard: on the L = C = 20, M = 3000, beta = 0.7 benchmark the
-  test loss is 1.19 nats at l2 = 0.01, 0.92 at 1e-3, 0.99 at 1e-4 (optimum 0.67; factored: 0.68).
+  ``mean_mu -log P(s_i^mu | .) + l2 sum_j ||J_ij||_F^2``, averaged here over sites:
+  ``loss + (l2 / L) ||J||^2``. Convex; starts from 0. With couplings of order one, as here, the
+  plmDCA default ``l2 = 0.01`` shrinks hard: on the L = C = 20, M = 3000, beta = 0.7 benchmark
+  the test loss is 1.19 nats at l2 = 0.01, 0.92 at 1e-3, 0.99 at 1e-4 (optimum 0.67; factored:
+  0.68), so the schema's default is 1e-3.
+
+Convergence: L-BFGS-B runs until the largest absolute gradient entry of the objective is below
+``grad_tol`` (no relative-decrease stop); a fit that stops otherwise (``max_iter``, a failed line
+search) is reported with ``converged = False`` and the optimiser's message, never silently.
 
 Reducing ``full`` couplings to an ``(L, L)`` map (compared with ``J`` like an attention map): the
 only gauge without fields is ``J_ij(a, b) -> J_ij(a, b) + f_ij(b)``, so centre over ``a``; the true

@@ -47,8 +47,9 @@ def train(job: Job) -> None:
     training = p["training"]
     lr = training["learning_rates"].get(arch, training["learning_rate"])
     cfg = {k: v for k, v in training.items() if k not in ("architectures", "interpolation_a",
-                                                           "learning_rates")}
-    cfg |= {"learning_rate": lr, **({"a": a} if a is not None else {})}
+                                                           "learning_rates", "arch_restarts")}
+    cfg |= {"learning_rate": lr, "restarts": training["arch_restarts"].get(arch, cfg["restarts"]),
+            **({"a": a} if a is not None else {})}
     key = stage_key(p["seed"], f"train/{p['arch']}", p["realisation"])
     result = train_mlm(arch, cfg, train_seqs, test_seqs, J, U, beta, key)
     m = result.metrics
