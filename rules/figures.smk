@@ -22,7 +22,7 @@ PANEL_TABLES = {
     "fig2c": ["training_history"],
     "fig2d": ["training_final"],
     "fig3_left": ["replica"],
-    "fig3_right": ["sample_complexity"],
+    "fig3_right": ["sample_complexity", "sample_complexity_peak"],
 }
 
 

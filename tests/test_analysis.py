@@ -19,12 +19,48 @@ def test_peak_of_group_means():
     df = pd.DataFrame({"M": [2, 2, 20, 20, 200], "loss": [1.0, 1.2, 3.0, 2.0, 0.5]})
     p = aggregate.peak(df, "M", "loss")
     assert p["M"] == 20 and p["loss"] == pytest.approx(2.5) and p["n"] == 2
-    # a high first point (near-uniform prediction) is not the interpolation peak
+    assert p["sem"] == pytest.approx(0.5)
+    assert not p["resolved"]  # n = 1 at M = 200: no error bar, nothing resolved
+    # the smallest M (near-uniform prediction) is left out
     df = pd.DataFrame({"M": [2, 5, 10, 20, 50], "loss": [1.6, 0.9, 1.0, 0.8, 0.3]})
     assert aggregate.peak(df, "M", "loss")["M"] == 10
-    # a monotone curve peaks at its maximum
+    # the global maximum beyond the smallest M, wherever it is: a late rise wins over an early bump
+    df = pd.DataFrame({"M": [2, 5, 10, 20, 50], "loss": [1.6, 0.9, 1.0, 0.8, 1.2]})
+    p = aggregate.peak(df, "M", "loss")
+    assert p["M"] == 50 and not p["resolved"]  # the last point: nothing after it
+    # a monotone curve peaks right after its smallest M
     df = pd.DataFrame({"M": [2, 5, 10], "loss": [3.0, 2.0, 1.0]})
-    assert aggregate.peak(df, "M", "loss")["M"] == 2
+    assert aggregate.peak(df, "M", "loss")["M"] == 5
+
+
+def test_peak_resolved_only_beyond_error_bars():
+    base = {"M": [2, 2, 10, 10, 50, 50]}
+    tight = pd.DataFrame({**base, "loss": [2.0, 2.0, 1.5, 1.6, 1.0, 1.1]})
+    assert aggregate.peak(tight, "M", "loss")["resolved"]  # gap 0.5, s.e.m. 0.05 each
+    wide = pd.DataFrame({**base, "loss": [2.0, 2.0, 1.0, 2.2, 1.0, 1.1]})
+    p = aggregate.peak(wide, "M", "loss")
+    assert p["M"] == 10 and not p["resolved"]  # gap 0.55 < sqrt(0.6^2 + 0.05^2)
+
+
+def test_warnings_overlap_and_convergence():
+    final = pd.DataFrame({"arch": ["factored", "vanilla1"], "realisation": [0, 0],
+                          "test_overlap": [0.97, 0.97], "converged": [True, False],
+                          "rel_improvement": [1e-5, 0.02]})
+    plm = pd.DataFrame({"kind": ["full"], "realisation": [0], "converged": [False],
+                        "grad_norm": [3e-3], "grad_tol": [1e-5],
+                        "stop_reason": ["ABNORMAL_TERMINATION_IN_LNSRCH"]})
+    curve = pd.DataFrame({"realisation": [1, 1], "M": [5, 10], "converged": [False, True]})
+    lines = aggregate.warnings(final, plm, curve)
+    assert lines[0].startswith("realisation 0: 97 % of the test sequences occur in the training")
+    assert lines[1] == "train vanilla1 r0: NOT CONVERGED (relative improvement 2.0e-02)"
+    assert "plm full r0: NOT CONVERGED" in lines[2] and "LNSRCH" in lines[2]
+    assert lines[3] == "sample complexity r1: NOT CONVERGED at M = [5]"
+    assert len(lines) == 4
+    final["test_overlap"] = 0.3
+    final["converged"] = True
+    plm["converged"] = True
+    curve["converged"] = True
+    assert aggregate.warnings(final, plm, curve) == []
 
 
 def synthetic_history() -> pd.DataFrame:
@@ -56,6 +92,7 @@ def test_figure_panels_render():
     assert len(fig.axes) == 6  # three maps, each with its colour bar
     curve = pd.DataFrame({"realisation": [0, 0, 0], "alpha": [0.1, 1.0, 10.0],
                           "test_loss": [1.0, 2.0, 0.5], "optimal_loss": 0.3})
-    fig = figures.fig3_right_sample_complexity(curve)
+    peak_table = aggregate.peak(curve, "alpha", "test_loss").to_frame().T
+    fig = figures.fig3_right_sample_complexity(curve, peak_table)
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
-    assert "peak at M/L = 1" in labels
+    assert "largest mean at M/L = 1 (not resolved)" in labels

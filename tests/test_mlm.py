@@ -5,11 +5,18 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pandas as pd
 import pytest
 
 import workflow_lib  # noqa: F401  (enables float64)
-from workflow_lib.mlm import models, plm, train
+from workflow_lib.analysis import aggregate
+from workflow_lib.artefacts import read_artefact, write_artefact
+from workflow_lib.config import schema_defaults
+from workflow_lib.mlm import models, overlap, plm, train
 from workflow_lib.potts.model import exact_distribution, random_colour_couplings, random_couplings
+from workflow_lib.stages import Job
+from workflow_lib.stages import mlm as stages_mlm
+from workflow_lib.stages.potts import SAMPLES
 
 jax.config.update("jax_enable_x64", True)  # explicit, in case this module runs first
 
@@ -150,6 +157,17 @@ def test_reconstruction_metric():
     np.testing.assert_allclose([float(error), float(r), float(c)], [0.0, -1.0, -0.5], atol=1e-12)
 
 
+def test_all_sites_epoch_visits_every_pair_once():
+    spec = models.arch_spec("vanilla1", {}, L, C)
+    plan = train.Plan(epochs=1, steps=12 * L // 8, all_sites=True, batch=8, restarts=1, l2=0.0,
+                      eval_every=1, log_every=1)  # fmt: skip
+    key = jax.random.key(3, impl=train.PRNG_IMPL)
+    idx, sites = train.epoch_batches(spec, plan, key, 12)
+    assert idx.shape == sites.shape == (plan.steps, 8)
+    pairs = np.sort(np.asarray(idx * L + sites).ravel())
+    np.testing.assert_array_equal(pairs, np.arange(12 * L))  # all 12 x L pairs, each once
+
+
 def test_shuffle_is_a_permutation():
     k1, k2 = jax.random.split(jax.random.key(0, impl=train.PRNG_IMPL))
     a, b = np.asarray(train.shuffle(k1, 3000)), np.asarray(train.shuffle(k2, 3000))
@@ -161,9 +179,12 @@ def test_shuffle_is_a_permutation():
 def test_training_loop_is_float32(arch):
     """float64 (optimal loss, final c* fit) stays outside the training scan."""
     spec = models.arch_spec(arch, {"model_dim": 8}, L, C)
-    plan = train.Plan(epochs=2, steps=2, batch=10, restarts=2, l2=0.0, eval_every=1, log_every=1)
+    plan = train.Plan(epochs=2, steps=2, all_sites=False, batch=10, restarts=2, l2=0.0,
+                      eval_every=1, log_every=1)  # fmt: skip
     seqs = np.zeros((20, L), np.int32)
-    args = (jax.random.key(0), seqs, seqs, np.zeros((L, L)), np.zeros((C, C)), np.float64(BETA))
+    heldout = np.ones(20, bool)
+    args = (jax.random.key(0), seqs, seqs, heldout, np.zeros((L, L)), np.zeros((C, C)),
+            np.float64(BETA))  # fmt: skip
     opt = train.make_optimizer("adam", 0.1, 4)
     (run,) = jax.make_jaxpr(train._run, static_argnums=(0, 1, 2))(spec, opt, plan, *args).eqns
     scans = [eqn for eqn in run.params["jaxpr"].eqns if eqn.primitive.name == "scan"]
@@ -222,3 +243,76 @@ def test_reconstruction_sign_gauge():
     assert float(r) > 0.9 and np.isclose(float(r_neg), float(r)) and np.isclose(e_neg, e)
     assert np.isclose(float(c_neg), -float(c))
     assert np.isclose(float(train.reconstruction(-att, J)[1]), -float(r))
+
+
+def test_convergence_criterion():
+    flat = np.concatenate([np.linspace(2.0, 1.0, 80), np.full(20, 1.0)])
+    out = train.convergence(flat, 0.1, 1e-3)
+    assert out["converged"] and out["convergence_epochs"] == 10 and out["rel_improvement"] == 0.0
+    falling = np.linspace(2.0, 1.0, 100)  # still improving by ~10 % per window
+    out = train.convergence(falling, 0.1, 1e-3)
+    assert not out["converged"]
+    assert out["rel_improvement"] == pytest.approx((10 / 99) / (1 + 4.5 / 99))
+    assert not train.convergence(np.array([1.0]), 0.1, 1e-3)["converged"]  # too short to tell
+    assert not train.convergence(np.full(10, np.nan), 0.1, 1e-3)["converged"]
+
+
+def test_in_training_set():
+    train_seqs = np.array([[0, 1, 2], [2, 2, 2]])
+    test_seqs = np.array([[2, 2, 2], [0, 1, 1], [0, 1, 2], [1, 0, 2]], np.uint8)  # dtypes differ
+    np.testing.assert_array_equal(overlap.in_training_set(train_seqs, test_seqs),
+                                  [True, False, True, False])  # fmt: skip
+
+
+def _samples(path, train_seqs, test_seqs, J, U):
+    write_artefact(path, SAMPLES, {"train": train_seqs, "test": test_seqs, "J": J, "U": U}, {},
+                   seeds={"seed": 0, "realisation": 0}, attrs={"beta": BETA})  # fmt: skip
+
+
+def test_convergence_recorded_and_unconverged_flagged(potts, tmp_path):
+    """Train stage on a tiny model: a long enough fit meets the stated criterion and records it;
+    three epochs are flagged as not converged in the artefact, the tables and their warnings."""
+    train_seqs, test_seqs, J, U = potts
+    train_seqs = np.concatenate([train_seqs[:1000], test_seqs[:50]])  # 50 test rows in-sample
+    test_seqs = test_seqs[:500]
+    _samples(tmp_path / "samples.h5", train_seqs, test_seqs, J, U)
+    paths = []
+    for epochs in (40, 3):
+        training = {**schema_defaults("training"), **FAST, "epochs": epochs,
+                    "init_scale": 1.0}  # fmt: skip
+        out = tmp_path / f"factored_{epochs}.h5"
+        job = Job(input={"samples": str(tmp_path / "samples.h5")}, output={"model": str(out)},
+                  params={"seed": 0, "realisation": 0, "arch": "factored", "training": training})
+        stages_mlm.train(job)
+        paths.append(str(out))
+    long, short = (read_artefact(p, stages_mlm.TRAIN) for p in paths)
+    assert long.attrs["converged"] and not short.attrs["converged"]
+    assert long.attrs["rel_improvement"] < long.attrs["convergence_tol"] == 1e-3
+    assert short.attrs["rel_improvement"] > 1e-3
+    assert "relative improvement" in long.attrs["convergence_criterion"]
+    in_train = overlap.in_training_set(train_seqs, test_seqs)
+    assert long.attrs["test_overlap"] == pytest.approx(np.mean(in_train)) and in_train.any()
+    spec = models.arch_spec("factored", {}, L, C)
+    params = {"A": jnp.asarray(long["params/A"]), "V": jnp.asarray(long["params/V"])}
+    heldout = float(train.full_loss(spec, params, jnp.asarray(test_seqs[~in_train])))
+    np.testing.assert_allclose(long.attrs["test_loss_heldout"], heldout, rtol=1e-5)
+    _, final = aggregate.training_tables(paths)
+    assert final["converged"].tolist() == [True, False]
+    plm_df = pd.DataFrame(columns=["kind", "realisation", "converged", "grad_norm", "grad_tol",
+                                   "stop_reason"]).astype({"converged": bool})  # fmt: skip
+    curve = pd.DataFrame({"realisation": [0], "M": [10], "converged": [True]})
+    lines = aggregate.warnings(final, plm_df, curve)
+    flagged = [line for line in lines if line.startswith("train ")]
+    assert flagged == [f"train factored r0: NOT CONVERGED (relative improvement "
+                       f"{short.attrs['rel_improvement']:.1e})"]  # fmt: skip
+
+
+def test_plm_convergence_is_the_gradient_criterion(potts):
+    train_seqs, test_seqs, J, U = potts
+    key = jax.random.key(18)
+    cut = plm.fit_plm("full", {"max_iter": 3}, train_seqs, test_seqs, J, U, BETA, key)
+    assert not cut.metrics["converged"] and cut.metrics["grad_norm"] > cut.metrics["grad_tol"]
+    assert "ITERATIONS" in cut.metrics["stop_reason"].upper()
+    fit = plm.fit_plm("full", {"l2": 1e-3}, train_seqs, test_seqs, J, U, BETA, key)
+    assert fit.metrics["converged"] and fit.metrics["grad_norm"] <= fit.metrics["grad_tol"]
+    assert fit.metrics["objective"] < cut.metrics["objective"]

@@ -41,6 +41,12 @@ def schema_default(key: str) -> Any:
         raise KeyError(f"the config schema has no default for {key!r}") from None
 
 
+def schema_defaults(section: str) -> dict[str, Any]:
+    """The defaults of config section ``section``, for callers that pass a partial config."""
+    props = load_schema()["properties"][section]["properties"]
+    return {k: copy.deepcopy(v["default"]) for k, v in props.items() if "default" in v}
+
+
 def _fill_defaults(schema: dict, instance: dict) -> None:
     for key, sub in schema.get("properties", {}).items():
         if key not in instance and "default" in sub:

@@ -21,8 +21,11 @@ from workflow_lib.artefacts import (
     read_artefact,
 )
 
-TRAIN_FINAL = ("train_loss", "test_loss", "recon_error", "pearson_r", "steps_per_second",
-               "wall_seconds")
+TRAIN_FINAL = ("train_loss", "test_loss", "test_loss_heldout", "test_overlap", "recon_error",
+               "pearson_r", "rel_improvement", "steps_per_second", "wall_seconds")
+PLM_FINAL = ("train_loss", "test_loss", "test_loss_heldout", "test_overlap", "recon_error",
+             "pearson_r", "iterations", "grad_norm", "grad_tol", "wall_seconds")
+MOSTLY_IN_SAMPLE = 0.5  # warn when more than this fraction of the test set is in the training set
 
 
 def _realisation(attrs: dict) -> int:
@@ -34,9 +37,11 @@ def _realisation(attrs: dict) -> int:
 def training_tables(paths: Iterable[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``(history, final)`` of ``mlm-train/1`` artefacts.
 
-    history: arch, model, a, realisation, epoch, train_loss, test_loss, recon_error, pearson_r,
-    optimal_loss. final: one row per run with the final metrics and ``excess_loss`` =
-    test_loss / optimal_loss - 1.
+    history: arch, model, a, realisation, epoch, train_loss, test_loss, test_loss_heldout,
+    recon_error, pearson_r, optimal_loss. final: one row per run with the final metrics
+    (``TRAIN_FINAL``), ``converged`` (the training stage's criterion), ``excess_loss`` =
+    test_loss / optimal_loss - 1 and ``test_overlap`` (fraction of the test sequences that occur
+    in the training set; ``test_loss_heldout`` averages only the others).
     """
     history, final = [], []
     for path in paths:
@@ -46,22 +51,24 @@ def training_tables(paths: Iterable[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
                  "optimal_loss": float(art.attrs["optimal_loss"])}
         h = {k.split("/", 1)[1]: v for k, v in art.data.items() if k.startswith("history/")}
         history.append(pd.DataFrame({**ident, **h}))
-        final.append({**ident, **{k: float(art.attrs[k]) for k in TRAIN_FINAL}})
+        final.append({**ident, **{k: float(art.attrs[k]) for k in TRAIN_FINAL},
+                      "converged": bool(art.attrs["converged"])})
     final_df = pd.DataFrame(final)
     final_df["excess_loss"] = final_df["test_loss"] / final_df["optimal_loss"] - 1
     return pd.concat(history, ignore_index=True), final_df
 
 
 def plm_table(paths: Iterable[str]) -> pd.DataFrame:
-    """One row per ``plm-fit/1`` artefact: kind, realisation, losses, reconstruction, cost."""
+    """One row per ``plm-fit/1`` artefact: kind, realisation, losses, reconstruction, cost
+    (``PLM_FINAL``), ``converged`` (max |gradient| <= grad_tol) and the optimiser's stop reason."""
     rows = []
     for path in paths:
         art = read_artefact(path, PLM_FIT)
         rows.append({"kind": art.attrs["kind"], "realisation": _realisation(art.attrs),
                      "optimal_loss": float(art.attrs["optimal_loss"]),
-                     **{k: float(art.attrs[k]) for k in
-                        ("train_loss", "test_loss", "recon_error", "pearson_r", "iterations",
-                         "wall_seconds")}})
+                     **{k: float(art.attrs[k]) for k in PLM_FINAL},
+                     "converged": bool(art.attrs["converged"]),
+                     "stop_reason": str(art.attrs["stop_reason"])})
     df = pd.DataFrame(rows)
     df["excess_loss"] = df["test_loss"] / df["optimal_loss"] - 1
     return df
@@ -89,38 +96,70 @@ def replica_table(theory_path: str, simulations_path: str) -> pd.DataFrame:
 
 
 def sample_complexity_table(paths: Iterable[str]) -> pd.DataFrame:
-    """One row per realisation x M: realisation, M, alpha = M/L, test_loss, train_loss,
-    pearson_r, optimal_loss."""
+    """One row per realisation x M: realisation, M, alpha = M/L, test_loss, test_loss_heldout
+    (test sequences absent from the first M training sequences), train_loss, pearson_r,
+    converged (L-BFGS gradient criterion), optimal_loss, test_overlap (of the full training
+    set)."""
     frames = []
     for path in paths:
-        art = read_artefact(path, SAMPLE_COMPLEXITY, required=("M", "test_loss"))
+        art = read_artefact(path, SAMPLE_COMPLEXITY,
+                            required=("M", "test_loss", "test_loss_heldout", "converged"))
         frames.append(pd.DataFrame({
             "realisation": _realisation(art.attrs), "M": art["M"],
             "alpha": art["M"] / float(art.attrs["L"]), "test_loss": art["test_loss"],
-            "train_loss": art["train_loss"], "pearson_r": art["pearson_r"],
+            "test_loss_heldout": art["test_loss_heldout"], "train_loss": art["train_loss"],
+            "pearson_r": art["pearson_r"], "converged": art["converged"].astype(bool),
             "optimal_loss": float(art.attrs["optimal_loss"]),
+            "test_overlap": float(art.attrs["test_overlap"]),
         }))
     return pd.concat(frames, ignore_index=True)
 
 
 def peak(df: pd.DataFrame, x: str, y: str) -> pd.Series:
-    """The interpolation peak of the group mean of ``y`` over ``x``: the largest mean after the
-    curve's first local minimum (the global maximum if it never rises). Returns ``x``, ``y``, n.
+    """The peak of the group-mean curve of ``y`` over ``x``: the largest mean at any ``x``
+    beyond the smallest one, wherever it lies (an edge included). Returns ``x``, ``y`` (mean),
+    ``sem`` (ddof 1; NaN for n = 1) and ``n`` at the peak, and ``resolved``: whether the peak
+    mean exceeds the mean at every later ``x`` by more than the two s.e.m. combined in
+    quadrature (False at the last ``x``: nothing after it to descend to).
 
-    At the smallest sizes the fit barely leaves its small initialisation, so the loss starts
-    near the uniform guess ``log C``; the peak that matters is the rise after the first descent.
+    The smallest ``x`` is left out because the fit there barely leaves the uniform guess.
     """
     g = df.groupby(x)[y]
-    means = g.mean().sort_index()
-    rises = np.flatnonzero(np.diff(means.to_numpy()) > 0)
-    tail = means.iloc[rises[0]:] if rises.size else means
+    means, sems = g.mean().sort_index(), g.sem().sort_index()
+    tail = means.iloc[1:] if len(means) > 1 else means
     at = tail.idxmax()
-    return pd.Series({x: at, y: means[at], "n": int(g.count()[at])})
+    later = means.index > at
+    gap = means[at] - means[later]
+    margin = np.sqrt(sems[at] ** 2 + sems[later] ** 2)
+    resolved = bool(later.any() and np.all(gap > margin))
+    return pd.Series({x: at, y: means[at], "sem": sems[at], "n": int(g.count()[at]),
+                      "resolved": resolved})
+
+
+def warnings(final: pd.DataFrame, plm: pd.DataFrame, curve: pd.DataFrame) -> list[str]:
+    """One line per problem the tables carry: test sets mostly in the training set (more than
+    ``MOSTLY_IN_SAMPLE``), unconverged training runs, PLM fits and sample-complexity points."""
+    lines = []
+    overlap = final.groupby("realisation")["test_overlap"].first()
+    for r, frac in overlap[overlap > MOSTLY_IN_SAMPLE].items():
+        lines.append(f"realisation {r}: {100 * frac:.0f} % of the test sequences occur in the "
+                     "training set; the test loss is mostly in-sample (see test_loss_heldout)")
+    for _, row in final[~final["converged"]].iterrows():
+        lines.append(f"train {row['arch']} r{row['realisation']}: NOT CONVERGED (relative "
+                     f"improvement {row['rel_improvement']:.1e})")
+    for _, row in plm[~plm["converged"]].iterrows():
+        lines.append(f"plm {row['kind']} r{row['realisation']}: NOT CONVERGED (max |gradient| "
+                     f"{row['grad_norm']:.1e} > {row['grad_tol']:.0e}; {row['stop_reason']})")
+    bad = curve[~curve["converged"]]
+    for r, rows in bad.groupby("realisation"):
+        lines.append(f"sample complexity r{r}: NOT CONVERGED at M = {rows['M'].tolist()}")
+    return lines
 
 
 def summarise(df: pd.DataFrame, by: Sequence[str], values: Sequence[str]) -> pd.DataFrame:
     """Tidy summary: one row per group x quantity with mean, sem (ddof 1; NaN for n = 1), n."""
     long = df.melt(id_vars=list(by), value_vars=list(values), var_name="quantity")
+    long["value"] = long["value"].astype(float)  # flags (converged) summarise as fractions
     grouped = long.groupby([*by, "quantity"], dropna=False)["value"]
     out = grouped.agg(mean="mean", std="std", n="count").reset_index()
     out["sem"] = out["std"] / np.sqrt(out["n"])
@@ -148,11 +187,13 @@ def build_tables(train: Iterable[str], plm: Iterable[str], sample_complexity: It
     return {
         "training_history": history,
         "training_final": final,
-        "training_summary": summarise(final, ["arch", "a"],
-                                      ["test_loss", "excess_loss", "recon_error", "pearson_r"]),
+        "training_summary": summarise(
+            final, ["arch", "a"], ["test_loss", "test_loss_heldout", "excess_loss", "test_overlap",
+                                   "recon_error", "pearson_r", "converged"]),
         "plm": plm_table(plm),
         "replica": replica_table(theory, simulations),
         "sample_complexity": sc,
-        "sample_complexity_summary": summarise(sc, ["M", "alpha"], ["test_loss", "train_loss"]),
+        "sample_complexity_summary": summarise(
+            sc, ["M", "alpha"], ["test_loss", "test_loss_heldout", "train_loss", "converged"]),
         "sample_complexity_peak": sc_peak,
     }

@@ -16,8 +16,6 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from workflow_lib.analysis import aggregate  # noqa: E402
-
 ARCH_LABELS = {
     "factored": "factored attention (1 layer)",
     "factored_softmax": "factored, row-softmax A (ablation)",
@@ -126,17 +124,20 @@ def fig3_left_replica(replica: pd.DataFrame) -> plt.Figure:
     return fig
 
 
-def fig3_right_sample_complexity(curve: pd.DataFrame) -> plt.Figure:
+def fig3_right_sample_complexity(curve: pd.DataFrame, peak_table: pd.DataFrame) -> plt.Figure:
     """Test loss of factored attention on Potts data vs alpha = M/L (mean ± s.e.), with the
-    interpolation peak (``aggregate.peak``) marked."""
+    largest mean beyond the smallest M (``peak_table``, one row: ``aggregate.peak``) marked, and
+    flagged when the error bars do not resolve it from the later points."""
     g = curve.groupby("alpha")["test_loss"]
     mean, sem = g.mean(), g.sem().fillna(0)
     fig, ax = plt.subplots(figsize=(4.5, 3.4), constrained_layout=True)
     ax.errorbar(mean.index, mean, yerr=sem, marker="o", ms=3.5, capsize=2,
                 label=f"factored attention (n = {curve['realisation'].nunique()})")
     ax.axhline(curve["optimal_loss"].mean(), color="k", ls="--", lw=1, label="optimal (mean)")
-    peak = aggregate.peak(curve, "alpha", "test_loss")["alpha"]
-    ax.axvline(peak, color="grey", lw=0.8, ls=":", label=f"peak at M/L = {peak:g}")
+    peak = peak_table.iloc[0]
+    resolved = "" if peak["resolved"] else " (not resolved)"
+    ax.axvline(peak["alpha"], color="grey", lw=0.8, ls=":",
+               label=f"largest mean at M/L = {peak['alpha']:g}{resolved}")
     ax.set_xscale("log")
     ax.set_xlabel(r"$\alpha = M / L$")
     ax.set_ylabel("test loss (nats)")

@@ -234,28 +234,60 @@ def transformer_forward(
 ) -> tuple[Array, Array]:
     """Encoder pass with site ``sites[b]`` of sequence ``b`` masked: logits at the masked sites
     ``(B, C)`` and the attention weights of every layer ``(n_layers, B, L, L)`` (query, key)."""
-    dtype = params["embed"]["w"].dtype
     B, L = seqs.shape
-    masked = (jnp.arange(L) == sites[:, None])[..., None]  # (B, L, 1)
-    onehot = jax.nn.one_hot(seqs, spec.C, dtype=dtype) * (1 - masked)
-    if spec.mask_token == "channel":
-        onehot = jnp.concatenate([onehot, masked.astype(dtype)], axis=-1)
-    x = _apply_dense(params["embed"], onehot) + sinusoidal_positions(L, spec.model_dim, dtype)
+    masked = (jnp.arange(L) == sites[:, None]).astype(params["embed"]["w"].dtype)  # (B, L)
+    x = _embed(spec, params, seqs, masked)
     atts = []
     for layer in params["layers"]:
         x, att = _encoder_block(layer, x)
         atts.append(att)
-    head = params["head"]
     x_i = x[jnp.arange(B), sites]  # (B, d): only the masked token is read out
+    return _head(params["head"], x_i), jnp.stack(atts)
+
+
+def _embed(spec: ArchSpec, params: Params, seqs: Array, masked: Array) -> Array:
+    """Input stream ``(B, L, d)``: Dense(d) of the one-hot colours (the masked site's zeroed,
+    plus the mask channel) + sinusoidal positions. ``masked: (B, L)`` one-hot of the site."""
+    dtype = params["embed"]["w"].dtype
+    onehot = jax.nn.one_hot(seqs, spec.C, dtype=dtype) * (1 - masked[..., None])
+    if spec.mask_token == "channel":
+        onehot = jnp.concatenate([onehot, masked[..., None]], axis=-1)
+    positions = sinusoidal_positions(seqs.shape[1], spec.model_dim, dtype)
+    return _apply_dense(params["embed"], onehot) + positions
+
+
+def _head(head: Params, x_i: Array) -> Array:
+    """Output head on the masked token ``x_i: (B, d)``: Dense(d) -> LN -> ReLU -> Dense(C)."""
     h = jax.nn.relu(_layer_norm(head["ln"], _apply_dense(head["dense"], x_i)))
-    return _apply_dense(head["out"], h), jnp.stack(atts)
+    return _apply_dense(head["out"], h)
 
 
 def _transformer_predict(spec: ArchSpec, params: Params, seqs: Array, sites: Array):
-    """Logits and the masked token's attention row: layer 0, or the mean of the last two."""
-    logits, att = transformer_forward(spec, params, seqs, sites)
-    rows = att[-2:, jnp.arange(seqs.shape[0]), sites]  # (min(n_layers, 2), B, L)
-    return logits, jnp.mean(rows, axis=0)
+    """Logits and the masked token's attention row: layer 0, or the mean of the last two.
+
+    The same numbers as ``transformer_forward`` with less work: the last layer runs only the
+    masked token's query (its keys and values still come from every token), and the masked
+    token is selected by a one-hot contraction (no gather, so no scatter in the gradient).
+    """
+    dtype = params["embed"]["w"].dtype
+    select = jax.nn.one_hot(sites, seqs.shape[1], dtype=dtype)  # (B, L)
+    x = _embed(spec, params, seqs, select)
+    *early, last = params["layers"]
+    rows = []
+    for layer in early:
+        x, att = _encoder_block(layer, x)
+        rows.append(jnp.einsum("bl,blk->bk", select, att))
+    x_i = jnp.einsum("bl,bld->bd", select, x)  # (B, d): the masked token's stream
+    d = spec.model_dim
+    w, b = last["qkv"]["w"], last["qkv"]["b"]
+    q = x_i @ w[:, :d] + b[:d]
+    k, v = jnp.split(x @ w[:, d:] + b[d:], 2, axis=-1)  # (B, L, d) each
+    att = jax.nn.softmax(jnp.einsum("bd,bld->bl", q, k) / math.sqrt(d), axis=-1)
+    x_i = _layer_norm(last["ln1"], x_i + _apply_dense(last["o"], jnp.einsum("bl,bld->bd", att, v)))
+    ffn = _apply_dense(last["ffn2"], jax.nn.relu(_apply_dense(last["ffn1"], x_i)))
+    x_i = _layer_norm(last["ln2"], x_i + ffn)
+    rows = [*rows[-1:], att]  # layer 0 alone, or the last two layers
+    return _head(params["head"], x_i), jnp.mean(jnp.stack(rows), axis=0)
 
 
 # ------------------------------------------------------------------------------- interface

@@ -1,8 +1,11 @@
 """Masked-language-model training of the models in ``models.py`` (spec §4, Fig. 2).
 
 Protocol:
-- loss: cross-entropy of the masked colour. Transformers mask one uniformly random site per
-  sequence, redrawn at every step. The factored family (``factored``, ``factored_softmax``,
+- loss: cross-entropy of the masked colour. Transformers (``vanilla_sites: one``) mask one
+  uniformly random site per sequence, redrawn at every step; with ``vanilla_sites: all`` an epoch
+  visits every (sequence, site) pair once, in shuffled mini-batches of ``batch_size`` pairs
+  (L times the steps per epoch): the same supervised sites per epoch as the factored family.
+  The factored family (``factored``, ``factored_softmax``,
   ``interpolated``) masks every site of every sequence at once: its per-site predictions are
   independent, so this is the same expected loss with L times more signal per step at no extra
   cost (spec §4); the loss is then the negative pseudo-log-likelihood per site (spec §5).
@@ -10,7 +13,9 @@ Protocol:
   all steps, mini-batches of ``batch_size`` drawn without replacement each epoch (the remainder of
   ``M / batch_size`` is dropped), optional ``l2 * sum ||theta||^2`` on every parameter. The epoch's
   order sorts one 32-bit random key per sequence (``shuffle``).
-- ``restarts`` random initialisations train side by side (``vmap``); the one with the lowest final
+- ``restarts`` random initialisations train side by side (``vmap`` for the factored family; one
+  after the other inside the same program for transformers, ``over_restarts``: XLA:CPU runs
+  their restart-batched layers ~1.8x slower than two plain passes); the one with the lowest final
   full training loss (all sites) is kept. The test set never enters the choice.
 - the whole run, including the optimal loss and the final ``c*`` fit, is one ``jit``-compiled
   program: a ``lax.scan`` over epochs (each a ``lax.scan`` over steps) with the evaluation inside;
@@ -42,7 +47,7 @@ import numpy as np
 import optax
 from jax import lax
 
-from workflow_lib.config import schema_default
+from workflow_lib.config import schema_defaults
 from workflow_lib.mlm.models import (
     ArchSpec,
     Params,
@@ -53,16 +58,20 @@ from workflow_lib.mlm.models import (
     predict,
     predict_all_sites,
 )
+from workflow_lib.mlm.overlap import in_training_set
 from workflow_lib.potts.model import optimal_loss
 
 Array = jax.Array
 log = logging.getLogger("workflow_lib.mlm")
 
-TRAIN_DEFAULTS = {  # the schema's defaults of the optional keys
-    k: schema_default(f"training.{k}")
-    for k in ("batch_size", "restarts", "init_scale", "model_dim", "mask_token", "l2", "eval_every")
-}
-HISTORY_KEYS = ("train_loss", "test_loss", "recon_error", "pearson_r")
+
+TRAIN_DEFAULTS = schema_defaults("training")
+HISTORY_KEYS = ("train_loss", "test_loss", "test_loss_heldout", "recon_error", "pearson_r")
+CONVERGENCE = (
+    "relative improvement of the epoch-mean training loss between the last two windows of "
+    "convergence_window x epochs epochs, (mean(previous) - mean(last)) / mean(last), below "
+    "convergence_tol"
+)
 PRNG_IMPL = "philox4x32"  # the caller's threefry2x32 key reinterpreted: 3-4x cheaper to compile
 # XLA:CPU defaults (new fusion emitters, LLVM -O3) compile this program 2x slower than the classic
 # emitters at -O2, with no faster steps (benchmarks/bench_train.py).
@@ -74,6 +83,7 @@ class Plan(NamedTuple):
 
     epochs: int
     steps: int  # per epoch
+    all_sites: bool  # transformers: every (sequence, site) pair once per epoch
     batch: int
     restarts: int
     l2: float
@@ -153,8 +163,12 @@ def shuffle(key: Array, n: int) -> Array:
 
 def epoch_batches(spec: ArchSpec, plan: Plan, key: Array, n: int) -> tuple[Array, Array | None]:
     """One epoch's mini-batches of ``n`` sequences: indices ``(steps, batch)`` drawn without
-    replacement and, for transformers, the masked site of each sequence (else ``None``)."""
+    replacement and, for transformers, the masked site of each sequence (else ``None``): drawn
+    at random, or with ``plan.all_sites`` every (sequence, site) pair once."""
     transformer = spec.kind == "transformer"
+    if transformer and plan.all_sites:
+        pairs = shuffle(key, n * spec.L)[: plan.steps * plan.batch].reshape(plan.steps, plan.batch)
+        return pairs // spec.L, pairs % spec.L
     k_order, k_sites = jax.random.split(key) if transformer else (key, key)
     idx = shuffle(k_order, n)[: plan.steps * plan.batch].reshape(plan.steps, plan.batch)
     return idx, jax.random.randint(k_sites, idx.shape, 0, spec.L) if transformer else None
@@ -165,11 +179,38 @@ def sq_norm(params: Params) -> Array:
     return sum(jnp.sum(jnp.square(x)) for x in jax.tree_util.tree_leaves(params))
 
 
-def _evaluate(spec: ArchSpec, params: Params, seqs: Array, J: Array):
-    """Test metrics (``HISTORY_KEYS[1:]``) and the attention map ``(L, L)`` of one model."""
+def _evaluate(spec: ArchSpec, params: Params, seqs: Array, heldout: Array, J: Array):
+    """Test metrics (``HISTORY_KEYS[1:]``) and the attention map ``(L, L)`` of one model.
+
+    ``heldout: (M_test,)`` float, 1 for test sequences absent from the training set: the
+    held-out test loss averages only those (NaN when there are none).
+    """
     logits, att = predict_all_sites(spec, params, seqs)
+    logp = jax.nn.log_softmax(logits, axis=-1)
+    per_seq = -jnp.mean(jnp.take_along_axis(logp, seqs[..., None], axis=-1)[..., 0], axis=-1)
     error, r, _ = reconstruction(att, J, gauge=spec.kind != "transformer")
-    return {"test_loss": cross_entropy(logits, seqs), "recon_error": error, "pearson_r": r}, att
+    metrics = {
+        "test_loss": jnp.mean(per_seq),
+        "test_loss_heldout": jnp.sum(heldout * per_seq) / jnp.sum(heldout),
+        "recon_error": error,
+        "pearson_r": r,
+    }
+    return metrics, att
+
+
+def convergence(train_loss: np.ndarray, window: float, tol: float) -> dict[str, float | bool]:
+    """The stated convergence criterion (``CONVERGENCE``) on the per-epoch training loss
+    ``train_loss: (epochs,)``: ``w = max(1, round(window * epochs))`` epochs per window;
+    ``rel_improvement = (mean(loss[-2w:-w]) - mean(loss[-w:])) / mean(loss[-w:])``, converged
+    when below ``tol`` (never with fewer than two epochs, or a non-finite loss)."""
+    n = len(train_loss)
+    w = max(1, round(window * n))
+    if n < 2 * w:
+        return {"converged": False, "rel_improvement": float("nan"), "convergence_epochs": w}
+    last, previous = np.mean(train_loss[-w:]), np.mean(train_loss[-2 * w : -w])
+    rel = float((previous - last) / last)
+    return {"converged": bool(np.isfinite(rel) and rel < tol), "rel_improvement": rel,
+            "convergence_epochs": w}  # fmt: skip
 
 
 _CLOCK = {"epochs": 0, "steps": 0, "epoch": 0, "time": 0.0}  # host-side progress of the run
@@ -187,13 +228,21 @@ def _log_progress(e, m, optimum) -> None:
     )  # fmt: skip
 
 
-def _train(spec, opt, plan, params, keys, train, test, J, optimum):
+def over_restarts(spec: ArchSpec, f):
+    """``f`` mapped over a leading restart axis of all its arguments: ``vmap`` for the factored
+    family, a sequential ``lax.map`` for transformers (same numbers, faster on CPU)."""
+    if spec.kind != "transformer":
+        return jax.vmap(f)
+    return lambda *args: lax.map(lambda a: f(*a), args)
+
+
+def _train(spec, opt, plan, params, keys, train, test, heldout, J, optimum):
     """Train ``R`` restarts side by side. ``params``, ``keys``: leading restart axis ``R``.
 
     ``optimum`` is only logged. Returns the final params, the per-epoch metrics ``(epochs, R)``
     (NaN on epochs that are not evaluated) and the last evaluated attention maps ``(R, L, L)``.
     """
-    evaluate = jax.vmap(_evaluate, (None, 0, None, None))
+    evaluate = over_restarts(spec, lambda p: _evaluate(spec, p, test, heldout, J))
 
     def objective(p, seqs, sites):
         data = mlm_loss(spec, p, seqs, sites)
@@ -216,11 +265,11 @@ def _train(spec, opt, plan, params, keys, train, test, J, optimum):
     def body(carry, e):
         state, att = carry
         epoch_keys = jax.vmap(jax.random.fold_in, (0, None))(keys, e)
-        state, train_loss = jax.vmap(epoch)(state, epoch_keys)
+        state, train_loss = over_restarts(spec, epoch)(state, epoch_keys)
         last = e + 1 == plan.epochs
         metrics, att = lax.cond(
             ((e + 1) % plan.eval_every == 0) | last,
-            lambda p, _: evaluate(spec, p, test, J),
+            lambda p, _: evaluate(p),
             skip,
             state[0],
             att,
@@ -240,7 +289,7 @@ def _train(spec, opt, plan, params, keys, train, test, J, optimum):
 
 
 @partial(jax.jit, static_argnames=("spec", "opt", "plan"))
-def _run(spec, opt, plan, key, train, test, J, U, beta):
+def _run(spec, opt, plan, key, train, test, heldout, J, U, beta):
     """The whole fit as one program. Returns the optimal loss, and per restart the final params,
     history, attention map, training loss (all sites, to choose the best restart) and the
     float64 ``reconstruction`` of the attention map."""
@@ -251,7 +300,9 @@ def _run(spec, opt, plan, key, train, test, J, U, beta):
         params = jax.vmap(lambda k: init(spec, k))(k_init)
         J32 = J.astype(jnp.float32)
         logged = optimum.astype(jnp.float32)
-        params, history, att = _train(spec, opt, plan, params, k_train, train, test, J32, logged)
+        params, history, att = _train(
+            spec, opt, plan, params, k_train, train, test, heldout.astype(jnp.float32), J32, logged
+        )
         train_losses = jax.vmap(full_loss, (None, 0, None))(spec, params, train)
     gauge = spec.kind != "transformer"
     fits = jax.vmap(partial(reconstruction, gauge=gauge), (0, None))(att.astype(J.dtype), J)
@@ -289,7 +340,7 @@ def train_mlm(
     """Train ``arch`` (see ``models.ARCHS``) by MLM on ``train_seqs: (M, L)``; evaluate on
     ``test_seqs: (M_test, L)`` against the true model ``(J, U, beta)``.
 
-    ``cfg`` keys: ``optimizer``, ``learning_rate``, ``epochs`` (required) and ``TRAIN_DEFAULTS``.
+    ``cfg``: the ``training`` config section; missing keys take the schema's defaults.
     """
     t_start = time.perf_counter()
     cfg = {**TRAIN_DEFAULTS, **cfg}
@@ -298,16 +349,19 @@ def train_mlm(
     (M, L), C = train.shape, int(np.asarray(U).shape[0])
     spec = arch_spec(arch, cfg, L, C)
     n_epochs = int(cfg["epochs"])
-    batch = min(int(cfg["batch_size"]), M)
-    steps = M // batch
+    all_sites = spec.kind == "transformer" and cfg["vanilla_sites"] == "all"
+    units = M * L if all_sites else M  # supervised units per epoch: pairs or sequences
+    batch = min(int(cfg["batch_size"]), units)
+    steps = units // batch
     eval_every = int(cfg["eval_every"])
     if min(n_epochs, eval_every, int(cfg["restarts"])) < 1:
         raise ValueError("epochs, eval_every and restarts must be >= 1")
     log_every = eval_every * max(1, math.ceil(n_epochs / (10 * eval_every)))  # evaluated epochs
-    plan = Plan(n_epochs, steps, batch, int(cfg["restarts"]), float(cfg["l2"]),
+    plan = Plan(n_epochs, steps, all_sites, batch, int(cfg["restarts"]), float(cfg["l2"]),
                 eval_every, log_every)  # fmt: skip
     J, U = np.asarray(J, np.float64), np.asarray(U, np.float64)
-    args = (key, train, test, J, U, np.float64(beta))
+    in_train = in_training_set(train, test)
+    args = (key, train, test, ~in_train, J, U, np.float64(beta))
     compiled = _executable(spec, cfg, plan, args)
     t_compiled = time.perf_counter()
     _CLOCK.update(epochs=n_epochs, steps=steps, epoch=0, time=t_compiled)
@@ -320,12 +374,22 @@ def train_mlm(
     att = np.asarray(att[best], np.float64)
     attention = att if spec.kind == "transformer" else c * att
     history = {k: np.asarray(v[:, best], np.float64) for k, v in history.items()}
+    conv = convergence(history["train_loss"], float(cfg["convergence_window"]),
+                       float(cfg["convergence_tol"]))  # fmt: skip
+    if not conv["converged"]:
+        log.warning("%s NOT CONVERGED: relative improvement %.2e over the last %d epochs "
+                    "(tolerance %.1e)", arch, conv["rel_improvement"],
+                    conv["convergence_epochs"], float(cfg["convergence_tol"]))  # fmt: skip
     evaluated = ~np.isnan(history["test_loss"])
     history = {k: v[evaluated] for k, v in history.items()}
     history["epoch"] = np.flatnonzero(evaluated) + 1
     metrics = {
         "train_loss": float(train_losses[best]),
         "test_loss": float(history["test_loss"][-1]),
+        "test_loss_heldout": float(history["test_loss_heldout"][-1]),
+        "test_overlap": float(np.mean(in_train)),
+        **conv,
+        "convergence_tol": float(cfg["convergence_tol"]),
         "recon_error": error,
         "pearson_r": r,
         "attention_scale": c,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import pandas as pd
 
 from workflow_lib.analysis import aggregate as tables
@@ -10,18 +12,25 @@ from workflow_lib.analysis.save import save_figure
 from workflow_lib.artefacts import write_csv
 from workflow_lib.stages import Job
 
+log = logging.getLogger("workflow_lib.stages")
+
 PANELS = {  # panel -> (drawing function, the tables it reads)
     "fig2a": (figures.fig2a_test_loss, ("training_history",)),
     "fig2c": (figures.fig2c_reconstruction, ("training_history",)),
     "fig2d": (figures.fig2d_interpolation, ("training_final",)),
     "fig3_left": (figures.fig3_left_replica, ("replica",)),
-    "fig3_right": (figures.fig3_right_sample_complexity, ("sample_complexity",)),
+    "fig3_right": (figures.fig3_right_sample_complexity,
+                   ("sample_complexity", "sample_complexity_peak")),
 }
 
 
 def aggregate(job: Job) -> None:
-    """Write the tidy tables of every stage's artefacts (CSV; ``analysis.aggregate``)."""
-    for name, df in tables.build_tables(**job.input).items():
+    """Write the tidy tables of every stage's artefacts (CSV; ``analysis.aggregate``); one warning
+    line per unconverged fit or mostly in-sample test set."""
+    built = tables.build_tables(**job.input)
+    for line in tables.warnings(built["training_final"], built["plm"], built["sample_complexity"]):
+        log.warning("%s", line)
+    for name, df in built.items():
         write_csv(df, job.output[name])
 
 

@@ -16,8 +16,9 @@ from workflow_lib.artefacts import (
     write_artefact,
 )
 from workflow_lib.keys import stage_key
+from workflow_lib.mlm.overlap import in_training_set
 from workflow_lib.mlm.plm import fit_plm
-from workflow_lib.mlm.train import train_mlm
+from workflow_lib.mlm.train import CONVERGENCE, train_mlm
 from workflow_lib.stages import Job
 
 log = logging.getLogger("workflow_lib.stages")
@@ -39,14 +40,17 @@ def train(job: Job) -> None:
     training = p["training"]
     lr = training["learning_rates"].get(arch, training["learning_rate"])
     cfg = {k: v for k, v in training.items() if k not in ("architectures", "interpolation_a",
-                                                           "learning_rates")}
-    cfg |= {"learning_rate": lr, **({"a": a} if a is not None else {})}
+                                                           "learning_rates", "arch_restarts")}
+    cfg |= {"learning_rate": lr, "restarts": training["arch_restarts"].get(arch, cfg["restarts"]),
+            **({"a": a} if a is not None else {})}
     key = stage_key(p["seed"], f"train/{p['arch']}", p["realisation"])
     result = train_mlm(arch, cfg, train_seqs, test_seqs, J, U, beta, key)
     m = result.metrics
-    log.info("%s r%d: test loss %.4f (optimal %.4f), reconstruction error %.3f, r = %.3f, "
-             "%.0f steps/s", p["arch"], p["realisation"], m["test_loss"], result.optimal_loss,
-             m["recon_error"], m["pearson_r"], m["steps_per_second"])
+    log.info("%s r%d: test loss %.4f (optimal %.4f; held-out %.4f, %.0f %% of the test set in "
+             "the training set), reconstruction error %.3f, r = %.3f, %.0f steps/s, %s",
+             p["arch"], p["realisation"], m["test_loss"], result.optimal_loss,
+             m["test_loss_heldout"], 100 * m["test_overlap"], m["recon_error"], m["pearson_r"],
+             m["steps_per_second"], "converged" if m["converged"] else "NOT CONVERGED")
     write_artefact(
         job.output["model"], MLM_TRAIN,
         {**{f"history/{k}": v for k, v in result.history.items()},
@@ -55,7 +59,8 @@ def train(job: Job) -> None:
         p, seeds={"seed": p["seed"], "realisation": p["realisation"]},
         attrs={"arch": p["arch"], "model": arch, "a": np.nan if a is None else a,
                "learning_rate": lr, "optimizer": training["optimizer"],
-               "optimal_loss": result.optimal_loss, "beta": beta, **_scalars(m)},
+               "optimal_loss": result.optimal_loss, "beta": beta,
+               "convergence_criterion": CONVERGENCE, **_scalars(m)},
     )
 
 
@@ -67,20 +72,23 @@ def plm(job: Job) -> None:
     p = job.params
     kind = p["kind"]
     train_seqs, test_seqs, J, U, beta = load_samples(job.input["samples"])
-    cfg = {"l2": p["plm"][f"l2_{kind}"], "max_iter": p["plm"]["max_iter"],
-           "restarts": p["plm"]["restarts"]}
+    cfg = {"l2": p["plm"][f"l2_{kind}"],
+           **{k: p["plm"][k] for k in ("max_iter", "grad_tol", "restarts", "init_scale")}}
     key = stage_key(p["seed"], f"plm/{kind}", p["realisation"])
     result = fit_plm(kind, cfg, train_seqs, test_seqs, J, U, beta, key)
     m = result.metrics
-    log.info("plm %s r%d: test loss %.4f (optimal %.4f), r = %.3f, %d iterations, %.1f s", kind,
-             p["realisation"], m["test_loss"], result.optimal_loss, m["pearson_r"],
-             m["iterations"], m["wall_seconds"])
+    log.info("plm %s r%d: test loss %.4f (optimal %.4f), r = %.3f, %d iterations, %.1f s, "
+             "max |gradient| %.1e (tolerance %.0e): %s", kind, p["realisation"], m["test_loss"],
+             result.optimal_loss, m["pearson_r"], m["iterations"], m["wall_seconds"],
+             m["grad_norm"], m["grad_tol"],
+             "converged" if m["converged"] else f"NOT CONVERGED ({m['stop_reason']})")
     write_artefact(
         job.output["fit"], PLM_FIT,
         {**{f"params/{k}": v for k, v in result.params.items()},
          "attention": result.attention, "J": J},
         p, seeds={"seed": p["seed"], "realisation": p["realisation"]},
-        attrs={"kind": kind, "optimal_loss": result.optimal_loss, "beta": beta, **_scalars(m)},
+        attrs={"kind": kind, "optimal_loss": result.optimal_loss, "beta": beta,
+               "stop_reason": m["stop_reason"], **_scalars(m)},
     )
 
 
@@ -88,7 +96,9 @@ def sample_complexity(job: Job) -> None:
     """Factored attention (cross-entropy, small l2, full-batch L-BFGS to convergence) on the
     first M training sequences, for every M of the grid; test loss on the realisation's test set.
 
-    Datasets: ``M: (n_M,)``, ``test_loss``, ``train_loss``, ``pearson_r``: ``(n_M,)``.
+    Datasets: ``M: (n_M,)``, ``test_loss``, ``test_loss_heldout``, ``train_loss``, ``pearson_r``,
+    ``grad_norm``, ``converged``: ``(n_M,)``; attribute ``test_overlap`` (fraction of the test
+    sequences in the full training set) and ``all_converged``.
     """
     p = job.params
     sc = p["sample_complexity"]
@@ -98,17 +108,27 @@ def sample_complexity(job: Job) -> None:
         raise ValueError(f"sample_complexity.M goes up to {sizes.max()} but the data set has "
                          f"{len(train_seqs)} training sequences; raise sampling.n_train")
     key = stage_key(p["seed"], "sample_complexity", p["realisation"])
-    cfg = {"l2": sc["l2"], "max_iter": sc["max_iter"], "restarts": sc["restarts"]}
-    rows = []
+    cfg = {k: sc[k] for k in ("l2", "max_iter", "restarts", "grad_tol")}
+    names = ("test_loss", "test_loss_heldout", "train_loss", "pearson_r", "grad_norm")
+    rows, converged = [], []
     for M in sizes:
         fit = fit_plm("factored", cfg, train_seqs[:M], test_seqs, J, U, beta, key)
-        rows.append((fit.metrics["test_loss"], fit.metrics["train_loss"], fit.metrics["pearson_r"]))
-        log.info("M = %d: test loss %.4f, train loss %.4f", M, rows[-1][0], rows[-1][1])
-    test_loss, train_loss, pearson = np.array(rows).T
+        rows.append([fit.metrics[k] for k in names])
+        converged.append(fit.metrics["converged"])
+        log.info("M = %d: test loss %.4f, train loss %.4f, max |gradient| %.1e: %s", M,
+                 rows[-1][0], rows[-1][2], rows[-1][4],
+                 "converged" if converged[-1] else "NOT CONVERGED")
+    if not all(converged):
+        log.warning("sample complexity r%d: %d of %d fits NOT CONVERGED (M = %s)",
+                    p["realisation"], len(sizes) - sum(converged), len(sizes),
+                    sizes[~np.array(converged)].tolist())
+    columns = dict(zip(names, np.array(rows).T, strict=True))
     write_artefact(
         job.output["curve"], SAMPLE_COMPLEXITY,
-        {"M": sizes, "test_loss": test_loss, "train_loss": train_loss, "pearson_r": pearson},
+        {"M": sizes, **columns, "converged": np.array(converged)},
         p, seeds={"seed": p["seed"], "realisation": p["realisation"]},
         attrs={"L": J.shape[0], "C": U.shape[0], "optimal_loss": fit.optimal_loss, "beta": beta,
-               "n_test": len(test_seqs)},
+               "n_test": len(test_seqs), "grad_tol": float(sc["grad_tol"]),
+               "all_converged": bool(all(converged)),
+               "test_overlap": float(np.mean(in_training_set(train_seqs, test_seqs)))},
     )
