@@ -60,16 +60,17 @@ def test_schema_defaults_are_the_code_defaults():
     """Code defaults are read from the schema (``schema_default``), never a second copy."""
     from workflow_lib.config import schema_default
     from workflow_lib.mlm.models import ArchSpec
-    from workflow_lib.mlm.plm import PLM_DEFAULTS, PLM_L2_DEFAULT
+    from workflow_lib.mlm.plm import PLM_KINDS, plm_defaults
     from workflow_lib.mlm.train import TRAIN_DEFAULTS
     from workflow_lib.paths.tasks import MarkovTask
 
     filled = load_config({})
     assert TRAIN_DEFAULTS == {k: filled["training"][k] for k in TRAIN_DEFAULTS}
     assert ArchSpec("factored", 3, 3).init_scale == filled["training"]["init_scale"]
-    assert (PLM_DEFAULTS["max_iter"], PLM_DEFAULTS["restarts"]) == (
-        filled["plm"]["max_iter"], filled["plm"]["restarts"])
-    assert PLM_L2_DEFAULT == {k: filled["plm"][f"l2_{k}"] for k in PLM_L2_DEFAULT}
+    for kind in PLM_KINDS:
+        d = plm_defaults(kind)
+        assert (d["max_iter"], d["restarts"], d["l2"]) == (
+            filled["plm"]["max_iter"], filled["plm"]["restarts"], filled["plm"][f"l2_{kind}"])
     assert MarkovTask().tokens == filled["paths"]["tokens"] == schema_default("paths.tokens")
     with pytest.raises(KeyError, match="no default"):
         schema_default("training.no_such_key")

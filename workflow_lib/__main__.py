@@ -49,7 +49,7 @@ def _inspect(path: str) -> str:
     text = describe(path)
     art = read_artefact(path)
     if art.schema == "potts-samples/1" and "attempts/beta" in art.data:
-        from workflow_lib.stages.potts import describe_sampling
+        from workflow_lib.potts.describe import describe_sampling
 
         text += "\n" + describe_sampling(path)
     return text

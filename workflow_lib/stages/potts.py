@@ -13,6 +13,7 @@ from workflow_lib.stages import Job, StageError
 
 log = logging.getLogger("workflow_lib.stages")
 
+
 def couplings(job: Job) -> None:
     """Write ``J: (L, L)`` and ``U: (C, C)`` of realisation ``params['realisation']``."""
     p = job.params
@@ -99,36 +100,3 @@ def sample(job: Job) -> None:
             **attrs,
         },
     )
-
-
-def describe_sampling(path: str) -> str:
-    """The beta-tuning rounds, production attempts and held-out statistics of a samples
-    artefact, as text (shown by ``inspect``)."""
-    art = read_artefact(path, POTTS_SAMPLES)
-    a = art.attrs
-    lines = ["  sampling:",
-             f"    protocol {a['protocol']}, beta {a['beta']:.4f} (tuned: {a['beta_tuned']})",
-             f"    mean Hamming {a['mean_hamming']:.4f}"
-             + (f", target {a['target_hamming']} +- {a['tolerance']}" if a["beta_tuned"] else "")]
-    if "tuning/betas" in art.data:
-        for r, (b, h, s, e) in enumerate(zip(art["tuning/betas"], art["tuning/hamming"],
-                                             art["tuning/hamming_sem"], art["tuning/estimate"],
-                                             strict=True)):
-            pts = ", ".join(f"{bi:.3f}:{hi:.3f}+-{si:.3f}" for bi, hi, si in zip(b, h, s,
-                                                                               strict=True))
-            lines.append(f"    tuning round {r + 1}: estimate {e:.4f}; beta:Hamming {pts}")
-    if a["beta_tuned"]:
-        lines.append(f"    tuning: {a['tuning_seconds']:.1f} s")
-    seconds = a.get("attempt_seconds", np.full(len(art["attempts/beta"]), np.nan))
-    for i, (b, h, t) in enumerate(zip(art["attempts/beta"], art["attempts/hamming"], seconds,
-                                      strict=True)):
-        lines.append(f"    attempt {i + 1}: beta {b:.4f} -> data set Hamming {h:.4f} ({t:.1f} s)")
-    lines.append(f"    distinct sequences: train {a['n_distinct_train']}, test "
-                 f"{a['n_distinct_test']}; test in train: {a['test_in_train_fraction']:.3f}")
-    if "tempering/swap_acceptance" in art.data:
-        rungs = np.array2string(art["tempering/ladder"], precision=3)
-        acc = np.array2string(art["tempering/swap_acceptance"], precision=3)
-        lines.append(f"    tempering: ladder {rungs}, swap acceptance {acc}, "
-                     f"round trips {a['round_trips']}")
-    return "\n".join(lines)
-
