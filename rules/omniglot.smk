@@ -4,6 +4,10 @@
 
 import os
 
+from workflow_lib.analysis.omniglot_tables import PANEL_TABLES as OMNI_PANEL_TABLES
+from workflow_lib.analysis.omniglot_tables import TABLES as OMNI_TABLES
+from workflow_lib.omniglot_artefacts import stage_params
+
 
 localrules:
     omniglot,
@@ -14,27 +18,17 @@ localrules:
 OMNI = CFG["omniglot"]
 OMNI_DIR = f"{RESULTS}/omniglot"
 OMNI_DATA = os.path.join(workflow.basedir, OMNI["data_dir"])  # relative to the Snakefile
-OMNI_PANELS = ["omniglot_fig3b", "omniglot_fig3c", "omniglot_fig3d", "omniglot_fig3e",
-               "omniglot_fig3f"]
-OMNI_PANEL_TABLES = {
-    "omniglot_fig3b": ["accuracy"],
-    "omniglot_fig3c": ["order_parameters"],
-    "omniglot_fig3d": ["pc_overlaps"],
-    "omniglot_fig3e": ["head_scores"],
-    "omniglot_fig3f": ["cumulative_pruning"],
-}
-OMNI_TABLES = ["accuracy", "order_parameters", "pc_overlaps", "head_scores", "cumulative_pruning"]
-OMNI_DATA_KEYS = ["data_dir", "train_archive", "test_archive", "validation_fraction",
-                  "image_size", "patch", "positional_scale", "label_scale", "n_train",
-                  "n_validation", "n_test"]
+OMNI_PANELS = list(OMNI_PANEL_TABLES)
 OMNI_FIGURES = expand(f"{RESULTS}/figures/{{panel}}.{{ext}}", panel=OMNI_PANELS, ext=("png", "pdf"))
 OMNIGLOT_FIGURES = OMNI_FIGURES if OMNI["enabled"] else []  # in the default target
+# a shipped trained model (omniglot.model_file) replaces omniglot_train
+OMNI_MODEL = (os.path.join(workflow.basedir, OMNI["model_file"]) if OMNI["model_file"]
+              else f"{OMNI_DIR}/model.h5")
 
 
-def omni_params(*keys):
-    """The job params of an Omniglot rule: the seed, the data keys and ``keys`` of the
-    ``omniglot`` config."""
-    return {"seed": CFG["seed"], "omniglot": {k: OMNI[k] for k in [*OMNI_DATA_KEYS, *keys]}}
+def omni_params(stage):
+    """The job params of an Omniglot rule (``omniglot_artefacts.stage_params``)."""
+    return stage_params(CFG, stage)
 
 
 rule omniglot:
@@ -51,8 +45,9 @@ rule omniglot_data:
     output:
         data=f"{OMNI_DIR}/data.h5",
     params:
-        job=job(omni_params()),
-        code=source_digest("paths/omniglot.py", "stages/omniglot.py", "artefacts.py", "keys.py"),
+        job=job(omni_params("omniglot_data")),
+        code=source_digest("paths/omniglot.py", "stages/omniglot.py", "omniglot_artefacts.py",
+                           "artefacts.py", "keys.py"),
     log:
         f"{RESULTS}/logs/omniglot/data.log",
     benchmark:
@@ -68,9 +63,10 @@ rule omniglot_train:
     output:
         model=f"{OMNI_DIR}/model.h5",
     params:
-        job=job(omni_params("network", "training")),
-        code=source_digest("paths/icl.py", "paths/omniglot.py", "stages/omniglot.py",
-                           "artefacts.py", "keys.py"),
+        job=job(omni_params("omniglot_train")),
+        code=source_digest("paths/icl.py", "paths/omniglot.py", "paths/omniglot_train.py",
+                           "stages/omniglot.py", "omniglot_artefacts.py", "artefacts.py",
+                           "keys.py"),
     log:
         f"{RESULTS}/logs/omniglot/train.log",
     benchmark:
@@ -85,12 +81,13 @@ rule omniglot_train:
 rule omniglot_features:
     input:
         data=rules.omniglot_data.output.data,
-        model=rules.omniglot_train.output.model,
+        model=OMNI_MODEL,
     output:
         features=f"{OMNI_DIR}/features.h5",
     params:
-        job=job(omni_params("prior_variance")),
-        code=source_digest("paths/model.py", "paths/omniglot.py", "stages/omniglot.py",
+        job=job(omni_params("omniglot_features")),
+        code=source_digest("paths/model.py", "paths/omniglot.py", "paths/omniglot_theory.py",
+                           "paths/icl.py", "stages/omniglot.py", "omniglot_artefacts.py",
                            "artefacts.py"),
     log:
         f"{RESULTS}/logs/omniglot/features.log",
@@ -107,10 +104,10 @@ rule omniglot_theory:
     output:
         theory=f"{OMNI_DIR}/theory.h5",
     params:
-        job=job(omni_params("prior_variance", "widths", "temperatures", "sample_width",
-                            "n_pcs", "solver")),
+        job=job(omni_params("omniglot_theory")),
         code=source_digest("paths/model.py", "paths/theory.py", "paths/heads.py",
-                           "stages/omniglot.py", "artefacts.py"),
+                           "paths/omniglot_theory.py", "stages/omniglot.py",
+                           "omniglot_artefacts.py", "artefacts.py"),
     log:
         f"{RESULTS}/logs/omniglot/theory.log",
     benchmark:
@@ -127,8 +124,9 @@ rule omniglot_sample:
     output:
         samples=f"{OMNI_DIR}/samples.h5",
     params:
-        job=job(omni_params("prior_variance", "sample_width", "sampler")),
-        code=source_digest("paths", "stages/omniglot.py", "artefacts.py", "keys.py"),
+        job=job(omni_params("omniglot_sample")),
+        code=source_digest("paths", "stages/omniglot.py", "omniglot_artefacts.py",
+                           "artefacts.py", "keys.py"),
     log:
         f"{RESULTS}/logs/omniglot/samples.log",
     benchmark:
@@ -143,14 +141,15 @@ rule omniglot_sample:
 rule omniglot_prune:
     input:
         data=rules.omniglot_data.output.data,
-        model=rules.omniglot_train.output.model,
+        model=OMNI_MODEL,
         theory=rules.omniglot_theory.output.theory,
     output:
         pruning=f"{OMNI_DIR}/pruning.h5",
     params:
-        job=job(omni_params()),
-        code=source_digest("paths/icl.py", "paths/heads.py", "stages/omniglot.py",
-                           "artefacts.py"),
+        job=job(omni_params("omniglot_prune")),
+        code=source_digest("paths/icl.py", "paths/heads.py", "paths/omniglot.py",
+                           "stages/omniglot.py", "omniglot_artefacts.py", "artefacts.py",
+                           "keys.py"),
     log:
         f"{RESULTS}/logs/omniglot/pruning.log",
     threads: THREADS
@@ -160,7 +159,7 @@ rule omniglot_prune:
 
 rule omniglot_tables:
     input:
-        model=rules.omniglot_train.output.model,
+        model=OMNI_MODEL,
         theory=rules.omniglot_theory.output.theory,
         pruning=rules.omniglot_prune.output.pruning,
         samples=[rules.omniglot_sample.output.samples] if OMNI["sample_width"] else [],
@@ -168,8 +167,9 @@ rule omniglot_tables:
         **{name: f"{OMNI_DIR}/tables/{name}.csv" for name in OMNI_TABLES},
     params:
         job=job({}),
-        code=source_digest("paths/heads.py", "paths/icl.py", "stages/omniglot.py",
-                           "stages/figures.py", "artefacts.py"),
+        code=source_digest("paths/heads.py", "paths/icl.py", "paths/model.py",
+                           "analysis/omniglot_tables.py", "stages/omniglot.py",
+                           "omniglot_artefacts.py", "stages/figures.py", "artefacts.py"),
     log:
         f"{RESULTS}/logs/omniglot/tables.log",
     shell:
@@ -193,7 +193,8 @@ rule omniglot_figure:
     params:
         job=job(lambda wc: {"panel": wc.panel}),
         code=source_digest("analysis/omniglot_figures.py", "analysis/paths_figures.py",
-                           "stages/omniglot.py", "stages/figures.py"),
+                           "analysis/omniglot_tables.py", "stages/omniglot.py",
+                           "stages/figures.py"),
     log:
         f"{RESULTS}/logs/figures/{{panel}}.log",
     shell:
