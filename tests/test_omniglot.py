@@ -168,21 +168,22 @@ def test_init_schemes_variance():
 
 
 PLATEAU = 1.0  # square loss on y = +-1 of the model predicting 0
-LEFT_PLATEAU = 0.8
+LEFT_PLATEAU = 0.6
 
 
 def test_short_training_leaves_the_plateau(bank):
-    """With identical-query episodes (probability 0.5) and LeCun-normal weights, 300 steps on
-    20 characters take the training loss from the plateau (1) below 0.8."""
+    """The curriculum's easy episodes (the query is the context image itself) with LeCun-normal
+    weights take the training loss from the plateau (1) below 0.6 within 200 steps on 20
+    characters (measured: 1.79, 0.87, 0.42, 0.28 per block of 50)."""
     small = bank.subset(np.arange(20))
     emb = omniglot.embeddings(jax.random.key(1), 16, 192, 1.0, 1.0)
-    net = icl.Net(width=16, head_dim=8, layers=2, heads=2, n0=192)
-    recipe = training.Recipe(steps=300, batch=32, learning_rate=3e-3, weight_decay=0.0,
-                             log_every=50, init="lecun", identical_start=0.5, identical_end=0.5)
+    net = icl.Net(width=32, head_dim=16, layers=2, heads=4, n0=192)
+    recipe = training.Recipe(steps=200, batch=32, learning_rate=3e-3, weight_decay=0.0,
+                             log_every=50, init="lecun", identical_start=1.0, identical_end=1.0)
     out = training.train(jax.random.key(2), net, recipe, small.tokens, small.starts, emb)
     assert out.params["V1"].dtype == jnp.float32
-    assert out.steps.tolist() == [50, 100, 150, 200, 250, 300] and np.all(np.isnan(out.validation))
-    assert out.loss[-1] < LEFT_PLATEAU < PLATEAU
+    assert out.steps.tolist() == [50, 100, 150, 200] and np.all(np.isnan(out.validation))
+    assert out.loss[-1] < LEFT_PLATEAU < PLATEAU < out.loss[0]
 
 
 def test_prune_orders_and_curves():

@@ -53,7 +53,7 @@ def accuracy(model_art: Artefact, th: Artefact, samples: Artefact | None) -> pd.
     return df.assign(test_sem=[sem(a, n_test) for a in df["test"]], n_test=n_test)
 
 
-def order_parameters(model_art: Artefact, th: Artefact, samples: Artefact | None,
+def order_parameters(th: Artefact, samples: Artefact | None,
                      params: icl.Params, net: icl.Net) -> pd.DataFrame:
     """U of the first layer (source, row, col, value): the theory and the samples at the scoring
     width, and the overlaps ū^π·ū^π' of the gradient-descent model's effective weights."""
@@ -143,3 +143,15 @@ def checks(acc: pd.DataFrame, scores: pd.DataFrame, pruning: Artefact) -> pd.Dat
                  "value": float(excess.mean()), "error": err, "reference": "> error",
                  "holds": float(excess.mean()) > err})
     return pd.DataFrame(rows)
+
+
+def tables(model_art: Artefact, th: Artefact, samples: Artefact | None, pruning: Artefact,
+           params: icl.Params, net: icl.Net) -> dict[str, pd.DataFrame]:
+    """Every table of ``TABLES`` from the model, theory, samples (or None) and pruning
+    artefacts; ``params``, ``net``: the model's."""
+    out = {"accuracy": accuracy(model_art, th, samples),
+           "order_parameters": order_parameters(th, samples, params, net),
+           "pc_overlaps": pc_overlaps(th), "head_scores": head_scores(pruning),
+           "cumulative_pruning": cumulative_pruning(pruning)}
+    out["checks"] = checks(out["accuracy"], out["head_scores"], pruning)
+    return out

@@ -75,6 +75,13 @@ class Pruning(NamedTuple):
     random_removed: np.ndarray
     random: np.ndarray
 
+    def datasets(self) -> dict[str, np.ndarray]:
+        """``single``, ``removed/{ascending,descending,random}``, ``cumulative/{...}``."""
+        return {"single": self.single, "removed/random": self.random_removed,
+                "cumulative/random": self.random,
+                **{f"removed/{k}": v for k, v in self.removed.items()},
+                **{f"cumulative/{k}": v for k, v in self.cumulative.items()}}
+
 
 def prune(accuracy: Callable[[tuple[jnp.ndarray, ...]], float], score: np.ndarray,
           key: jax.Array, n_random: int) -> Pruning:

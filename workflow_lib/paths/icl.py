@@ -61,7 +61,7 @@ def init(key: jax.Array, net: Net, scheme: str = "pytorch") -> Params:
     draw = {"pytorch": lambda k, shape: jax.random.uniform(k, shape, jnp.float32, -1.0, 1.0),
             "lecun": lambda k, shape: jax.random.normal(k, shape, jnp.float32)}[scheme]
     return {
-        name: draw(k, shape) / np.sqrt(shape[-1])
+        name: draw(k, shape) / float(np.sqrt(shape[-1]))
         for k, (name, shape) in zip(keys, sorted(shapes.items()), strict=True)
     }
 

@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from workflow_lib.paths import heads as head_paths
 from workflow_lib.paths import model, theory
 
 log = logging.getLogger("workflow_lib.paths")
@@ -88,6 +89,25 @@ def grid(
                  elapsed * (1 - done) / done)
     selected = np.array([select(acc[i, :, 0]) for i in range(len(widths))])
     return Grid(acc, Us, grad_max, iterations, selected, gp, gp_sel, gp_U)
+
+
+def grid_datasets(g: Grid, f: dict[str, jax.Array], heads: Sequence[int], widths: Sequence[int],
+                  temperatures: Sequence[float], score_width: int, n_pcs: int) -> dict:
+    """The datasets of a theory artefact: the grid, the GP, and at ``score_width`` (its
+    validation-chosen T) the PC overlaps ``pc_overlaps/{fw,gp}: (n_pcs,)`` of the training
+    kernel and the head scores ``(L, H)`` of U."""
+    i_s = list(widths).index(score_width)
+    U_score = g.Us[0][i_s, g.selected[i_s]]
+    phi, y = f["phi/train"], f["y/train"]
+    n_pcs = min(n_pcs, phi.shape[0])
+    return {"widths": np.array(widths), "temperatures": np.array(temperatures),
+            "accuracy/validation": g.accuracy[..., 0], "accuracy/test": g.accuracy[..., 1],
+            "selected": g.selected, "grad_max": g.grad_max, "iterations": g.iterations,
+            **{f"U/{layer + 1}": U for layer, U in enumerate(g.Us)},
+            "gp/validation": g.gp[:, 0], "gp/test": g.gp[:, 1], "gp_selected": g.gp_selected,
+            "pc_overlaps/fw": theory.pc_overlaps(phi, y, jnp.asarray(U_score), n_pcs),
+            "pc_overlaps/gp": theory.pc_overlaps(phi, y, g.gp_U, n_pcs),
+            "head_scores": head_paths.scores(U_score, len(heads), heads[0])}
 
 
 def sampled_accuracy(phi: jax.Array, y: jax.Array, mean_weights: jax.Array) -> tuple[

@@ -30,6 +30,7 @@ from jax import lax
 from workflow_lib.paths import icl, omniglot
 
 log = logging.getLogger("workflow_lib.paths")
+PLATEAU_LOSS = 0.95  # a final block's training loss below this has left the plateau (1)
 
 
 class Recipe(NamedTuple):

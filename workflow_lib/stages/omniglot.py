@@ -19,7 +19,7 @@ from workflow_lib.analysis import omniglot_tables as summary
 from workflow_lib.artefacts import read_artefact, write_artefact
 from workflow_lib.keys import stage_key
 from workflow_lib.paths import heads as head_paths
-from workflow_lib.paths import icl, omniglot, sampling, theory
+from workflow_lib.paths import icl, omniglot, sampling
 from workflow_lib.paths import omniglot_theory as grid_theory
 from workflow_lib.paths import omniglot_train as gradient_descent
 from workflow_lib.stages import Job
@@ -59,9 +59,14 @@ def omniglot_train(job: Job) -> None:
     acc = {s: icl.accuracy(trained.params, net, *data.inputs(s)) for s in oa.SPLITS}
     log.info("gradient descent: %.0f s; accuracy %s", trained.seconds,
              {k: round(v, 3) for k, v in acc.items()})
+    left = bool(trained.loss[-1] < gradient_descent.PLATEAU_LOSS)
+    if not left:
+        log.warning("training loss %.3f: still on the plateau (1 = predicting 0); the heads "
+                    "carry nothing for the theory", trained.loss[-1])
     _write(job.output["model"], oa.MODEL, oa.model_datasets(trained, net, data.emb), p,
            {**net._asdict(), **{f"accuracy_{k}": v for k, v in acc.items()},
             "train_seconds": trained.seconds, "device": str(jax.devices()[0]),
+            "left_plateau": left,
             "recipe": json.dumps(recipe._asdict()),
             "loss": "square loss on y = +-1, fresh episodes each step"})
 
@@ -89,22 +94,13 @@ def omniglot_theory(job: Job) -> None:
     f, heads = oa.read_features(job.input["features"])
     widths, temps, s2 = sorted(cfg["widths"]), sorted(cfg["temperatures"]), cfg["prior_variance"]
     g = grid_theory.grid(f, heads, widths, temps, s2, cfg["solver"]["max_iter"],
-                             cfg["solver"]["gtol"])
+                         cfg["solver"]["gtol"])
     score_width = cfg["sample_width"] if cfg["sample_width"] in widths else widths[0]
-    i_s = widths.index(score_width)
-    U_score = g.Us[0][i_s, g.selected[i_s]]
-    n_pcs = min(cfg["n_pcs"], f["phi/train"].shape[0])
     _write(job.output["theory"], oa.THEORY,
-           {"widths": np.array(widths), "temperatures": np.array(temps),
-            "accuracy/validation": g.accuracy[..., 0], "accuracy/test": g.accuracy[..., 1],
-            "selected": g.selected, "grad_max": g.grad_max, "iterations": g.iterations,
-            **{f"U/{layer + 1}": U for layer, U in enumerate(g.Us)},
-            "gp/validation": g.gp[:, 0], "gp/test": g.gp[:, 1], "gp_selected": g.gp_selected,
-            "pc_overlaps/fw": theory.pc_overlaps(f["phi/train"], f["y/train"], U_score, n_pcs),
-            "pc_overlaps/gp": theory.pc_overlaps(f["phi/train"], f["y/train"], g.gp_U, n_pcs),
-            "head_scores": head_paths.scores(U_score, len(heads), heads[0])}, p,
+           grid_theory.grid_datasets(g, f, heads, widths, temps, score_width, cfg["n_pcs"]), p,
            {"heads": json.dumps(heads), "score_width": score_width,
-            "score_temperature": temps[g.selected[i_s]], "n_test": int(f["y/test"].shape[0]),
+            "score_temperature": temps[g.selected[widths.index(score_width)]],
+            "n_test": int(f["y/test"].shape[0]),
             "temperature_selection": "best validation accuracy per N (lowest T among ties); "
                                      "the test set never enters the choice",
             "solver": "L-BFGS-B on Cholesky factors from the GP point"})
@@ -149,11 +145,8 @@ def omniglot_prune(job: Job) -> None:
                           _key(p, "omniglot_prune"), p["omniglot"]["random_orders"])
     log.info("unpruned %.3f; single-head pruning (rows: layers) %s", pr.full,
              np.round(pr.single, 3).tolist())
-    _write(job.output["pruning"], oa.PRUNING,
-           {"head_scores": th["head_scores"], "single": pr.single,
-            **{f"removed/{k}": v for k, v in pr.removed.items()},
-            **{f"cumulative/{k}": v for k, v in pr.cumulative.items()},
-            "removed/random": pr.random_removed, "cumulative/random": pr.random}, p,
+    _write(job.output["pruning"], oa.PRUNING, {"head_scores": th["head_scores"],
+                                               **pr.datasets()}, p,
            {"accuracy": pr.full, "score_width": int(th.attrs["score_width"]),
             "score_temperature": float(th.attrs["score_temperature"]),
             "pruning": "head removed; the remaining heads of its layer summed with "
@@ -168,12 +161,7 @@ def omniglot_tables(job: Job) -> None:
     samples = job.input.get("samples") or []
     sa = read_artefact(samples[0], oa.SAMPLES) if samples else None
     pruning = read_artefact(job.input["pruning"], oa.PRUNING)
-    tables = {"accuracy": summary.accuracy(model_art, th, sa),
-              "order_parameters": summary.order_parameters(model_art, th, sa, params, net),
-              "pc_overlaps": summary.pc_overlaps(th),
-              "head_scores": summary.head_scores(pruning),
-              "cumulative_pruning": summary.cumulative_pruning(pruning)}
-    tables["checks"] = summary.checks(tables["accuracy"], tables["head_scores"], pruning)
+    tables = summary.tables(model_art, th, sa, pruning, params, net)
     for _, c in tables["checks"].iterrows():
         (log.info if c["holds"] else log.warning)("%s: %.4f (error %.4f; %s): %s", c["claim"],
                                                   c["value"], c["error"], c["reference"],
