@@ -4,6 +4,10 @@
 
 import os
 
+from workflow_lib.analysis.omniglot_tables import PANEL_TABLES as OMNI_PANEL_TABLES
+from workflow_lib.analysis.omniglot_tables import TABLES as OMNI_TABLES
+from workflow_lib.omniglot_artefacts import stage_params
+
 
 localrules:
     omniglot,
@@ -14,27 +18,17 @@ localrules:
 OMNI = CFG["omniglot"]
 OMNI_DIR = f"{RESULTS}/omniglot"
 OMNI_DATA = os.path.join(workflow.basedir, OMNI["data_dir"])  # relative to the Snakefile
-OMNI_PANELS = ["omniglot_fig3b", "omniglot_fig3c", "omniglot_fig3d", "omniglot_fig3e",
-               "omniglot_fig3f"]
-OMNI_PANEL_TABLES = {
-    "omniglot_fig3b": ["accuracy"],
-    "omniglot_fig3c": ["order_parameters"],
-    "omniglot_fig3d": ["pc_overlaps"],
-    "omniglot_fig3e": ["head_scores"],
-    "omniglot_fig3f": ["cumulative_pruning"],
-}
-OMNI_TABLES = ["accuracy", "order_parameters", "pc_overlaps", "head_scores", "cumulative_pruning"]
-OMNI_DATA_KEYS = ["data_dir", "train_archive", "test_archive", "validation_fraction",
-                  "image_size", "patch", "positional_scale", "label_scale", "n_train",
-                  "n_validation", "n_test"]
+OMNI_PANELS = list(OMNI_PANEL_TABLES)
 OMNI_FIGURES = expand(f"{RESULTS}/figures/{{panel}}.{{ext}}", panel=OMNI_PANELS, ext=("png", "pdf"))
 OMNIGLOT_FIGURES = OMNI_FIGURES if OMNI["enabled"] else []  # in the default target
+# a shipped trained model (omniglot.model_file) replaces omniglot_train
+OMNI_MODEL = (os.path.join(workflow.basedir, OMNI["model_file"]) if OMNI["model_file"]
+              else f"{OMNI_DIR}/model.h5")
 
 
-def omni_params(*keys):
-    """The job params of an Omniglot rule: the seed, the data keys and ``keys`` of the
-    ``omniglot`` config."""
-    return {"seed": CFG["seed"], "omniglot": {k: OMNI[k] for k in [*OMNI_DATA_KEYS, *keys]}}
+def omni_params(stage):
+    """The job params of an Omniglot rule (``omniglot_artefacts.stage_params``)."""
+    return stage_params(CFG, stage)
 
 
 rule omniglot:
@@ -51,7 +45,7 @@ rule omniglot_data:
     output:
         data=f"{OMNI_DIR}/data.h5",
     params:
-        job=job(omni_params()),
+        job=job(omni_params("omniglot_data")),
     threads: 1
     shell:
         stage("omniglot_data")
@@ -63,7 +57,7 @@ rule omniglot_train:
     output:
         model=f"{OMNI_DIR}/model.h5",
     params:
-        job=job(omni_params("network", "training")),
+        job=job(omni_params("omniglot_train")),
     threads: THREADS
     resources:
         **GPU,
@@ -74,11 +68,11 @@ rule omniglot_train:
 rule omniglot_features:
     input:
         data=rules.omniglot_data.output.data,
-        model=rules.omniglot_train.output.model,
+        model=OMNI_MODEL,
     output:
         features=f"{OMNI_DIR}/features.h5",
     params:
-        job=job(omni_params("prior_variance")),
+        job=job(omni_params("omniglot_features")),
     threads: THREADS
     shell:
         stage("omniglot_features")
@@ -90,8 +84,7 @@ rule omniglot_theory:
     output:
         theory=f"{OMNI_DIR}/theory.h5",
     params:
-        job=job(omni_params("prior_variance", "widths", "temperatures", "sample_width",
-                            "n_pcs", "solver")),
+        job=job(omni_params("omniglot_theory")),
     threads: THREADS
     shell:
         stage("omniglot_theory")
@@ -104,7 +97,7 @@ rule omniglot_sample:
     output:
         samples=f"{OMNI_DIR}/samples.h5",
     params:
-        job=job(omni_params("prior_variance", "sample_width", "sampler")),
+        job=job(omni_params("omniglot_sample")),
     threads: THREADS
     resources:
         **GPU,
@@ -115,12 +108,12 @@ rule omniglot_sample:
 rule omniglot_prune:
     input:
         data=rules.omniglot_data.output.data,
-        model=rules.omniglot_train.output.model,
+        model=OMNI_MODEL,
         theory=rules.omniglot_theory.output.theory,
     output:
         pruning=f"{OMNI_DIR}/pruning.h5",
     params:
-        job=job(omni_params()),
+        job=job(omni_params("omniglot_prune")),
     threads: THREADS
     shell:
         stage("omniglot_prune")
@@ -128,7 +121,7 @@ rule omniglot_prune:
 
 rule omniglot_tables:
     input:
-        model=rules.omniglot_train.output.model,
+        model=OMNI_MODEL,
         theory=rules.omniglot_theory.output.theory,
         pruning=rules.omniglot_prune.output.pruning,
         samples=[rules.omniglot_sample.output.samples] if OMNI["sample_width"] else [],

@@ -10,13 +10,12 @@ import pytest
 
 import workflow_lib  # noqa: F401  (enables float64)
 from workflow_lib.analysis import aggregate
-from workflow_lib.artefacts import read_artefact, write_artefact
+from workflow_lib.artefacts import POTTS_SAMPLES, read_artefact, write_artefact
 from workflow_lib.config import schema_defaults
 from workflow_lib.mlm import models, overlap, plm, train
 from workflow_lib.potts.model import exact_distribution, random_colour_couplings, random_couplings
 from workflow_lib.stages import Job
 from workflow_lib.stages import mlm as stages_mlm
-from workflow_lib.stages.potts import SAMPLES
 
 jax.config.update("jax_enable_x64", True)  # explicit, in case this module runs first
 
@@ -265,7 +264,8 @@ def test_in_training_set():
 
 
 def _samples(path, train_seqs, test_seqs, J, U):
-    write_artefact(path, SAMPLES, {"train": train_seqs, "test": test_seqs, "J": J, "U": U}, {},
+    data = {"train": train_seqs, "test": test_seqs, "J": J, "U": U}
+    write_artefact(path, POTTS_SAMPLES, data, {},
                    seeds={"seed": 0, "realisation": 0}, attrs={"beta": BETA})  # fmt: skip
 
 

@@ -1,5 +1,5 @@
 """Figures of the one-shot Omniglot study (the paper's Fig. 3b-f), one function per panel, drawn
-from the tidy tables of ``stages.omniglot``."""
+from the tidy tables of ``analysis.omniglot_tables``."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from workflow_lib.analysis.omniglot_tables import PANEL_TABLES  # noqa: E402
 from workflow_lib.analysis.paths_figures import heatmap, overlap_bars  # noqa: E402
 
 
@@ -66,8 +67,10 @@ def pc_overlaps(pcs: pd.DataFrame) -> plt.Figure:
     return fig
 
 
-def head_scores(scores: pd.DataFrame) -> plt.Figure:
-    """(e) Accuracy drop of the gradient-descent model when one head is pruned vs its score."""
+def head_scores(scores: pd.DataFrame, checks: pd.DataFrame) -> plt.Figure:
+    """(e) Accuracy drop of the gradient-descent model when one head is pruned vs its score,
+    with the rank correlation of the two (from the checks table)."""
+    rho = checks.loc[checks["claim"].str.startswith("Spearman"), "value"].iloc[0]
     fig, ax = plt.subplots(figsize=(4.2, 3.2), constrained_layout=True)
     for layer, rows in scores.groupby("layer"):
         ax.scatter(rows["score"], 100 * rows["drop"], label=f"layer {layer}", s=25)
@@ -77,14 +80,14 @@ def head_scores(scores: pd.DataFrame) -> plt.Figure:
     ax.axhline(0, color="0.7", lw=0.8)
     ax.set_xlabel("head score (normalised)")
     ax.set_ylabel("accuracy drop when pruned (points)")
-    ax.set_title("(e) head score vs pruning cost", fontsize=9)
+    ax.set_title(f"(e) head score vs pruning cost (Spearman {rho:.2f})", fontsize=9)
     ax.legend(fontsize=7, frameon=False)
     return fig
 
 
 def cumulative_pruning(cumulative: pd.DataFrame) -> plt.Figure:
     """(f) Accuracy of the gradient-descent model after pruning heads in order of increasing
-    (and, for contrast, decreasing) score."""
+    (and, for contrast, decreasing) score, and in random orders (mean ± s.e.m.)."""
     fig, ax = plt.subplots(figsize=(4.4, 3.2), constrained_layout=True)
     for order, style in (("ascending", "o-"), ("descending", "s--")):
         rows = cumulative[cumulative["order"] == order]
@@ -93,8 +96,23 @@ def cumulative_pruning(cumulative: pd.DataFrame) -> plt.Figure:
         for _, r in rows.iloc[1:].iterrows():
             ax.annotate(r["last"], (r["removed"], 100 * r["accuracy"]), fontsize=6,
                         textcoords="offset points", xytext=(2, 4))
+    rand = cumulative[cumulative["order"] == "random"]
+    ax.errorbar(rand["removed"], 100 * rand["accuracy"], 100 * rand["sem"], fmt="^:", color="0.4",
+                capsize=2, label="random order (mean ± s.e.m.)")
     ax.set_xlabel("heads pruned")
     ax.set_ylabel("test accuracy (%)")
     ax.set_title("(f) pruning in head-score order", fontsize=9)
     ax.legend(fontsize=7, frameon=False)
     return fig
+
+
+def draw(panel: str, tables: dict[str, pd.DataFrame]) -> plt.Figure:
+    """Panel ``panel`` (omniglot_fig3b ... omniglot_fig3f) from the tables it needs
+    (``PANEL_TABLES``)."""
+    draw = {"omniglot_fig3b": accuracy, "omniglot_fig3c": order_parameters,
+            "omniglot_fig3d": pc_overlaps, "omniglot_fig3e": head_scores,
+            "omniglot_fig3f": cumulative_pruning}
+    if panel not in draw:
+        raise ValueError(f"unknown figure panel {panel!r}")
+    return draw[panel](*(tables[name] for name in PANEL_TABLES[panel]))
+

@@ -8,27 +8,21 @@ residual, no MLP, no normalisation; mean pooling over tokens and a linear readou
 Weights are in PyTorch's parameterisation (entries ~ U(±1/sqrt(fan_in)), no scale in the forward
 pass), so the optimiser settings mean what they mean there. ``theory_weights`` rescales them to
 the theory's convention (unit-variance entries, ``1/sqrt(fan_in)`` in the forward pass), with the
-same function. Trained with the square loss on ``y = ±1`` and Adam with L2 weight decay.
+same function. Training: ``paths.omniglot_train``.
 
 Pruning removes heads: a layer with ``k`` heads left sums them with ``1/sqrt(k)``.
 """
 
 from __future__ import annotations
 
-import logging
-import time
 from functools import partial
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 from jax import lax
 
-from workflow_lib.paths import omniglot
-
-log = logging.getLogger("workflow_lib.paths")
 Params = dict[str, jax.Array]
 
 
@@ -48,17 +42,26 @@ class Net(NamedTuple):
         return (self.heads,) * self.layers
 
 
-def init(key: jax.Array, net: Net) -> Params:
-    """PyTorch-default weights: ``V0: (N, N0)``, per layer ``Q{l}, K{l}: (H, G, N0)`` and
-    ``V{l}: (H, N, N)``, ``a: (N,)``; entries uniform in ±1/sqrt(fan_in)."""
+INITS = ("pytorch", "lecun")
+
+
+def init(key: jax.Array, net: Net, scheme: str = "pytorch") -> Params:
+    """Initial weights ``V0: (N, N0)``, per layer ``Q{l}, K{l}: (H, G, N0)`` and
+    ``V{l}: (H, N, N)``, ``a: (N,)``. ``scheme``: ``pytorch`` (nn.Linear's default, the paper's:
+    entries uniform in ±1/sqrt(fan_in), variance 1/(3 fan_in)) or ``lecun`` (LeCun-normal:
+    N(0, 1/fan_in), sqrt(3) larger, so sharper initial attention)."""
+    if scheme not in INITS:
+        raise ValueError(f"unknown initialisation {scheme!r}: one of {INITS}")
     shapes = {"V0": (net.width, net.n0), "a": (net.width,)}
     for layer in range(1, net.layers + 1):
         shapes |= {f"Q{layer}": (net.heads, net.head_dim, net.n0),
                    f"K{layer}": (net.heads, net.head_dim, net.n0),
                    f"V{layer}": (net.heads, net.width, net.width)}
     keys = jax.random.split(key, len(shapes))
+    draw = {"pytorch": lambda k, shape: jax.random.uniform(k, shape, jnp.float32, -1.0, 1.0),
+            "lecun": lambda k, shape: jax.random.normal(k, shape, jnp.float32)}[scheme]
     return {
-        name: jax.random.uniform(k, shape, jnp.float32, -1.0, 1.0) / np.sqrt(shape[-1])
+        name: draw(k, shape) / float(np.sqrt(shape[-1]))
         for k, (name, shape) in zip(keys, sorted(shapes.items()), strict=True)
     }
 
@@ -97,55 +100,6 @@ def theory_weights(params: Params, net: Net) -> tuple[jax.Array, list[jax.Array]
     s = np.sqrt(net.width)
     values = [params[f"V{layer}"] * s for layer in range(1, net.layers + 1)]
     return params["a"] * s, values, params["V0"] * np.sqrt(net.n0)
-
-
-class Training(NamedTuple):
-    steps: int
-    batch: int
-    learning_rate: float
-    weight_decay: float
-    log_every: int
-
-
-def train(
-    key: jax.Array, net: Net, plan: Training, tokens: jax.Array, starts: jax.Array,
-    emb: omniglot.Embeddings,
-) -> tuple[Params, np.ndarray]:
-    """Adam (L2 ``weight_decay``, constant rate) on the square loss, ``plan.batch`` fresh
-    episodes per step from the bank ``tokens``/``starts`` (``omniglot.Bank``). Returns the
-    parameters and the mean training loss per block of ``log_every`` steps."""
-    k_init, k_data = jax.random.split(key)
-    params = init(k_init, net)
-    opt = optax.chain(optax.add_decayed_weights(plan.weight_decay), optax.adam(plan.learning_rate))
-    keep = all_heads(net)
-
-    def loss(p, k):
-        images, labels, y = omniglot.episode_draw(k, starts, plan.batch)
-        x0 = omniglot.sequences(tokens, emb, images, labels)
-        return jnp.mean(jnp.square(forward(p, net, x0, keep) - y))
-
-    @jax.jit
-    def block(state, b):
-        def step(state, s):
-            p, o = state
-            value, g = jax.value_and_grad(loss)(p, jax.random.fold_in(k_data, s))
-            updates, o = opt.update(g, o, p)
-            return (optax.apply_updates(p, updates), o), value
-
-        return lax.scan(step, state, b * plan.log_every + jnp.arange(plan.log_every))
-
-    state, history = (params, opt.init(params)), []
-    n_blocks, start = -(-plan.steps // plan.log_every), time.perf_counter()
-    for b in range(n_blocks):
-        state, losses = block(state, b)
-        history.append(float(jnp.mean(losses)))
-        elapsed = time.perf_counter() - start
-        log.info(
-            "step %d/%d  train loss %.4f  %.1f steps/s  ETA %.0f s", (b + 1) * plan.log_every,
-            n_blocks * plan.log_every, history[-1], (b + 1) * plan.log_every / elapsed,
-            elapsed * (n_blocks - b - 1) / (b + 1),
-        )  # fmt: skip
-    return state[0], np.asarray(history)
 
 
 @partial(jax.jit, static_argnames="net")

@@ -17,6 +17,7 @@ embedding of its image's label (index 2 for the query, whose label is unknown). 
 from __future__ import annotations
 
 import io
+import json
 import re
 import zipfile
 from dataclasses import dataclass
@@ -141,9 +142,14 @@ def draw_episodes(key: jax.Array, bank: Bank, n: int, balanced: bool = True) -> 
     return Episodes(*(np.asarray(a) for a in episode_draw(key, bank.starts, n, balanced)))
 
 
-def episode_draw(key: jax.Array, starts: jax.Array, n: int, balanced: bool = False):
+def episode_draw(key: jax.Array, starts: jax.Array, n: int, balanced: bool = False,
+                 identical: jax.Array | float = 0.0):
     """Traceable core of ``draw_episodes``: ``starts: (n_characters + 1,)`` first bank index of
-    each character (``Bank.starts``). Returns ``(images, context_labels, y)``."""
+    each character (``Bank.starts``). Returns ``(images, context_labels, y)``.
+
+    ``identical``: probability that an episode's query is the matching context image itself
+    instead of another drawing of its character (0 in the paper; a training curriculum here,
+    ``paths.omniglot_train``); it leaves every other draw of the episode unchanged."""
     n_char = starts.shape[0] - 1
     k_first, k_second, k_labels, k_query, k_shots = jax.random.split(key, 5)
     first = jax.random.randint(k_first, (n,), 0, n_char)
@@ -162,6 +168,8 @@ def episode_draw(key: jax.Array, starts: jax.Array, n: int, balanced: bool = Fal
     q_size = jnp.take_along_axis(size, which, 1)[:, 0]
     q_shot = jnp.take_along_axis(shots, which, 1)[:, 0]
     offset = 1 + jnp.floor(u[:, 2] * (q_size - 1)).astype(jnp.int32)  # another drawing
+    same = jax.random.uniform(jax.random.fold_in(key, 1), (n,)) < identical
+    offset = jnp.where(same, 0, offset)
     query = jnp.take_along_axis(start, which, 1)[:, 0] + (q_shot + offset) % q_size
     images = jnp.concatenate([start + shots, query[:, None]], axis=1)
     return images, context_labels, 2 * query_label - 1
@@ -175,3 +183,53 @@ def sequences(tokens: jax.Array, emb: Embeddings, images: jax.Array,
     label_index = jnp.concatenate([context_labels, jnp.full((n, 1), 2, context_labels.dtype)], 1)
     x = tokens[images] + jnp.asarray(emb.label, tokens.dtype)[label_index][:, :, None]
     return x.reshape(n, 3 * n_patches, -1) + jnp.asarray(emb.position, tokens.dtype)
+
+
+SPLITS = ("train", "validation", "test")
+
+
+def dataset(key: jax.Array, train_archive: str | Path, test_archive: str | Path,
+            cfg: dict) -> tuple[dict[str, np.ndarray], dict[str, object]]:
+    """The datasets and attributes of the study's data: training characters all of
+    ``train_archive``; the characters of ``test_archive`` split at random into validation
+    (``cfg['validation_fraction']``) and test characters. Datasets per split: ``tokens/{split}:
+    (n, n_patches, N0)``, ``character/{split}: (n,)``, ``episodes/{split}/{images,
+    context_labels, y}`` (``cfg['n_{split}']`` balanced episodes); ``embeddings/{position,
+    label}``. ``key`` -> character split, embeddings, train, validation, test episodes."""
+    train, train_names = load_bank(train_archive, cfg["image_size"], cfg["patch"])
+    held, held_names = load_bank(test_archive, cfg["image_size"], cfg["patch"])
+    k_split, k_emb, *k_episodes = jax.random.split(key, 5)
+    order = np.asarray(jax.random.permutation(k_split, held.n_characters))
+    n_val = max(1, round(cfg["validation_fraction"] * held.n_characters))
+    if held.n_characters - n_val < 2 or n_val < 2:
+        raise ValueError(
+            f"{test_archive}: {held.n_characters} characters cannot be split into validation "
+            f"and test sets of at least 2 (omniglot.validation_fraction)"
+        )
+    banks = {"train": train, "validation": held.subset(order[:n_val]),
+             "test": held.subset(order[n_val:])}
+    names = {"train": train_names, "validation": [held_names[i] for i in np.sort(order[:n_val])],
+             "test": [held_names[i] for i in np.sort(order[n_val:])]}
+    n_patches, width = train.tokens.shape[1:]
+    emb = embeddings(k_emb, n_patches, width, cfg["positional_scale"], cfg["label_scale"])
+    data = {"embeddings/position": emb.position, "embeddings/label": emb.label}
+    for split, k in zip(SPLITS, k_episodes, strict=True):
+        bank = banks[split]
+        ep = draw_episodes(k, bank, cfg[f"n_{split}"])
+        data |= {f"tokens/{split}": bank.tokens, f"character/{split}": bank.character,
+                 f"episodes/{split}/images": ep.images,
+                 f"episodes/{split}/context_labels": ep.context_labels,
+                 f"episodes/{split}/y": ep.y}
+    attrs = {
+        "characters": json.dumps(names),
+        "tokens": 3 * n_patches,
+        "N0": width,
+        "episode": "2-way 1-shot in context: context, context, query; labels 0/1 at random; "
+                   "y = 2 label(query) - 1; balanced (first half y = +1)",
+        "preprocessing": f"bilinear resize to {cfg['image_size']}, (x - {MEAN}) / {STD}, "
+                         f"grey x3, {cfg['patch']}x{cfg['patch']} patches, LayerNorm without "
+                         "affine parameters",
+        "key_split": "stage_key(seed, 'omniglot_data', 0) -> character split, embeddings, "
+                     "train, validation, test episodes",
+    }
+    return data, attrs
