@@ -10,7 +10,7 @@ import pytest
 
 import workflow_lib  # noqa: F401  (enables float64)
 from workflow_lib.analysis import aggregate
-from workflow_lib.artefacts import POTTS_SAMPLES, read_artefact, write_artefact
+from workflow_lib.artefacts import MLM_TRAIN, POTTS_SAMPLES, read_artefact, write_artefact
 from workflow_lib.config import schema_defaults
 from workflow_lib.mlm import models, overlap, plm, train
 from workflow_lib.potts.model import exact_distribution, random_colour_couplings, random_couplings
@@ -285,7 +285,7 @@ def test_convergence_recorded_and_unconverged_flagged(potts, tmp_path):
                   params={"seed": 0, "realisation": 0, "arch": "factored", "training": training})
         stages_mlm.train(job)
         paths.append(str(out))
-    long, short = (read_artefact(p, stages_mlm.TRAIN) for p in paths)
+    long, short = (read_artefact(p, MLM_TRAIN) for p in paths)
     assert long.attrs["converged"] and not short.attrs["converged"]
     assert long.attrs["rel_improvement"] < long.attrs["convergence_tol"] == 1e-3
     assert short.attrs["rel_improvement"] > 1e-3
