@@ -22,16 +22,6 @@ from workflow_lib.potts import model
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def pytest_collection_modifyitems(config, items):
-    """With pytest-xdist's ``--dist loadgroup``: one group per test file, so that a file's module
-    fixtures are built once, and one group for every file that uses the session's ``tiny_run``,
-    so that the tiny workflow runs once per session."""
-    files_with_run = {item.path for item in items if "tiny_run" in item.fixturenames}
-    for item in items:
-        group = "tiny_run" if item.path in files_with_run else item.path.stem
-        item.add_marker(pytest.mark.xdist_group(group))
-
-
 @pytest.fixture
 def tiny_model():
     """``(J: (4, 4), U: (3, 3))``: L=4, C=3, random Gaussian J and U."""

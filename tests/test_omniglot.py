@@ -10,11 +10,12 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 
 from tests.conftest import ROOT
 from workflow_lib import artefacts
 from workflow_lib import omniglot_artefacts as oa
-from workflow_lib.analysis.omniglot_tables import PANEL_TABLES, TABLES
+from workflow_lib.analysis.omniglot_tables import PANEL_TABLES
 from workflow_lib.artefacts import ArtefactError, read_artefact
 from workflow_lib.config import load_config
 from workflow_lib.paths import heads, icl, model, omniglot
@@ -208,59 +209,41 @@ def test_prune_orders_and_curves():
     np.testing.assert_array_equal(pr.random, again.random)
 
 
-def _tiny_config() -> dict:
-    return load_config({"omniglot": {
-        "n_train": 20, "n_validation": 20, "n_test": 40, "widths": [10, 1000],
-        "temperatures": [0.1, 1.0], "n_pcs": 5, "random_orders": 3,
-        "network": {"width": 8, "head_dim": 4, "layers": 2, "heads": 2},
-        "training": {"steps": 20, "log_every": 10},
-        "sampler": {"warmup": 10, "samples": 10, "chains": 2},
-    }})
-
-
-def test_stages_end_to_end(tmp_path):
-    """data -> train -> features -> theory -> samples -> pruning -> tables -> figures on a tiny
-    config; a model trained with other embeddings is refused."""
-    cfg = _tiny_config()
-    f = {n: str(tmp_path / f"{n}.h5")
-         for n in ("data", "model", "features", "theory", "samples", "pruning")}
+def test_stages_end_to_end(tiny_run):
+    """data -> train -> features -> theory -> samples -> pruning -> tables -> figures, read from
+    the session's tiny workflow run (Omniglot branch on); a model trained with other embeddings
+    is refused."""
+    cfg = load_config(yaml.safe_load((tiny_run / "tiny.yaml").read_text()))
+    out = tiny_run / "results" / "omniglot"
+    m = read_artefact(out / "model.h5", artefacts.OMNIGLOT_MODEL,
+                      required=("history/validation", "attention/2"))
+    train = cfg["omniglot"]["training"]
+    assert m["history/steps"].tolist() == list(range(train["log_every"], train["steps"] + 1,
+                                                     train["log_every"]))
+    assert np.all(np.isfinite(m["history/loss"]))
+    assert json.loads(m.attrs["recipe"])["init"] == train["init"]
+    net = cfg["omniglot"]["network"]
+    th = read_artefact(out / "theory.h5", artefacts.OMNIGLOT_THEORY, required=("U/1", "selected"))
+    n_paths = net["heads"] ** net["layers"]
+    assert th["U/1"].shape[-2:] == (n_paths, n_paths)
+    assert th["head_scores"].shape == (net["layers"], net["heads"])
+    pr = read_artefact(out / "pruning.h5", artefacts.OMNIGLOT_PRUNING,
+                       required=("cumulative/random",))
+    assert pr["cumulative/random"].shape[1] == net["layers"] * (net["heads"] - 1) + 1
+    checks = pd.read_csv(out / "tables" / "checks.csv")
+    assert len(checks) == 5 and checks["holds"].dtype == bool
+    for panel in PANEL_TABLES:
+        for ext in ("png", "pdf"):
+            assert (tiny_run / "results" / "figures" / f"{panel}.{ext}").stat().st_size > 1000
     folder = ROOT / cfg["omniglot"]["data_dir"]
-
-    def run(stage, inputs, outputs, params=None):
-        getattr(stages, stage)(Job(input=inputs, output=outputs, params=oa.stage_params(
-            cfg, stage) if params is None else params))
-
     archives = {"train_archive": str(folder / cfg["omniglot"]["train_archive"]),
                 "test_archive": str(folder / cfg["omniglot"]["test_archive"])}
-    run("omniglot_data", archives, {"data": f["data"]})
-    run("omniglot_train", {"data": f["data"]}, {"model": f["model"]})
-    m = read_artefact(f["model"], artefacts.OMNIGLOT_MODEL,
-                      required=("history/validation", "attention/2"))
-    assert m["history/steps"].tolist() == [10, 20] and np.all(np.isfinite(m["history/loss"]))
-    assert json.loads(m.attrs["recipe"])["init"] == cfg["omniglot"]["training"]["init"]
-    run("omniglot_features", {"data": f["data"], "model": f["model"]},
-        {"features": f["features"]})
-    run("omniglot_theory", {"features": f["features"]}, {"theory": f["theory"]})
-    run("omniglot_sample", {"features": f["features"], "theory": f["theory"]},
-        {"samples": f["samples"]})
-    run("omniglot_prune", {"data": f["data"], "model": f["model"], "theory": f["theory"]},
-        {"pruning": f["pruning"]})
-    th = read_artefact(f["theory"], artefacts.OMNIGLOT_THEORY, required=("U/1", "selected"))
-    assert th["U/1"].shape == (2, 2, 4, 4) and th["head_scores"].shape == (2, 2)
-    pr = read_artefact(f["pruning"], artefacts.OMNIGLOT_PRUNING, required=("cumulative/random",))
-    assert pr["cumulative/random"].shape == (3, 3)
-    tables = {name: str(tmp_path / f"{name}.csv") for name in TABLES}
-    run("omniglot_tables", {"model": f["model"], "theory": f["theory"], "pruning": f["pruning"],
-                            "samples": [f["samples"]]}, tables, {})
-    checks = pd.read_csv(tables["checks"])
-    assert len(checks) == 5 and checks["holds"].dtype == bool
-    for panel, needs in PANEL_TABLES.items():
-        out = {ext: str(tmp_path / f"{panel}.{ext}") for ext in ("png", "pdf")}
-        run("omniglot_figure", {t: tables[t] for t in needs}, out, {"panel": panel})
-        assert all((tmp_path / f"{panel}.{ext}").stat().st_size > 1000 for ext in ("png", "pdf"))
-    other = {**cfg, "seed": 1}
-    stages.omniglot_data(Job(input=archives, output={"data": str(tmp_path / "other.h5")},
+    other = {**cfg, "seed": cfg["seed"] + 1}
+    other_data = str(tiny_run.parent / "other_data.h5")
+    stages.omniglot_data(Job(input=archives, output={"data": other_data},
                              params=oa.stage_params(other, "omniglot_data")))
     with pytest.raises(ArtefactError, match="trained with other label embeddings"):
-        run("omniglot_features", {"data": str(tmp_path / "other.h5"), "model": f["model"]},
-            {"features": str(tmp_path / "x.h5")})
+        stages.omniglot_features(Job(
+            input={"data": other_data, "model": str(out / "model.h5")},
+            output={"features": str(tiny_run.parent / "refused.h5")},
+            params=oa.stage_params(cfg, "omniglot_features")))
