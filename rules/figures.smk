@@ -1,5 +1,8 @@
 # Tables across runs and every figure of the Potts paper (local jobs).
 
+from workflow_lib.stages.figures import PANELS as FIGURE_PANELS
+
+
 localrules:
     aggregate,
     figure,
@@ -15,15 +18,9 @@ TABLES = [
     "sample_complexity_summary",
     "sample_complexity_peak",
 ]
-PANELS = ["fig2a", "fig2b", "fig2c", "fig2d", "fig3_left", "fig3_right"]
-PANEL_TABLES = {
-    "fig2a": ["training_history"],
-    "fig2b": [],
-    "fig2c": ["training_history"],
-    "fig2d": ["training_final"],
-    "fig3_left": ["replica"],
-    "fig3_right": ["sample_complexity", "sample_complexity_peak"],
-}
+# panel -> the tables it reads: the figure stage's own table (Fig. 2b reads trained models)
+PANEL_TABLES = {"fig2b": []} | {panel: list(names) for panel, (_, names) in FIGURE_PANELS.items()}
+PANELS = sorted(PANEL_TABLES)
 
 
 rule aggregate:
