@@ -10,34 +10,37 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import scipy.optimize
+import yaml
 
 import workflow_lib  # noqa: F401  (float64)
 from workflow_lib.artefacts import PATHS_SAMPLES, PATHS_THEORY, read_artefact
 from workflow_lib.config import load_config
 from workflow_lib.paths import model, sampling, tasks, theory
-from workflow_lib.stages import Job
-from workflow_lib.stages import paths as stages
-from workflow_lib.stages import paths_figures as figure_stages
 
 T_RIDGE = 0.01
 TASK = tasks.MarkovTask()  # the paper's sizes: T = 30, D = 200, N0 = 231
 
 
-@pytest.fixture(scope="module")
-def small_task():
-    """The four-paths network of Fig. 2c on the paper's task with P = 100 training and 400 test
-    sequences: ``(phi_train (100, 231, 4), y_train, phi_test (400, 231, 4), y_test)``."""
-    k_train, k_test, k_heads = jax.random.split(jax.random.key(3), 3)
-    heads = tasks.heads(k_heads, TASK)
+def _four_paths_data(task: tasks.MarkovTask, sizes: tuple[int, ...]) -> tuple:
+    """The four-paths network of Fig. 2c on ``task``: ``(phi (n, N0, 4), y (n,))`` per size."""
+    *keys, k_heads = jax.random.split(jax.random.key(3), len(sizes) + 1)
+    heads = tasks.heads(k_heads, task)
     weights = [
         jnp.stack([heads[h] for h in layer]) for layer in tasks.EXPERIMENTS["four_paths"].network
     ]
     out = []
-    for key, n in ((k_train, 100), (k_test, 400)):
-        x, y = tasks.dataset(key, n, TASK)
+    for key, n in zip(keys, sizes, strict=True):
+        x, y = tasks.dataset(key, n, task)
         omegas = [model.attention_maps(x, W) for W in weights]
-        out += [model.path_features(x, omegas, TASK.readout()), y]
+        out += [model.path_features(x, omegas, task.readout()), y]
     return tuple(out)
+
+
+@pytest.fixture(scope="module")
+def small_task():
+    """The paper's task with P = 100 training and 400 test sequences:
+    ``(phi_train (100, 231, 4), y_train, phi_test (400, 231, 4), y_test)``."""
+    return _four_paths_data(TASK, (100, 400))
 
 
 @pytest.fixture(scope="module")
@@ -247,22 +250,15 @@ def test_theory_and_samples_agree_at_n10(small_task, solution_n10):
 
 
 @pytest.mark.slow
-def test_full_weight_sampler_matches_integrated_sampler(small_task):
-    """Sampling V0 too (the paper's way) gives the same order parameters as integrating it."""
-    phi, y, *_ = small_task
+def test_full_weight_sampler_matches_integrated_sampler():
+    """Sampling V0 too (the paper's way) gives the same order parameters as integrating it.
+    An identity of the posterior at any size: checked on a small task (T = 8, D = 16, P = 40),
+    where sampling all 10 x 25 entries of V0 is cheap."""
+    phi, y = _four_paths_data(tasks.MarkovTask(tokens=8, features=16), (40,))
     runs = [
         sampling.run_nuts(
-            jax.random.key(9),
-            phi,
-            y,
-            (2, 2),
-            10,
-            T_RIDGE,
-            integrate_v0=iv,
-            warmup=300,
-            samples=300,
-            chains=1,
-            blocks=1,
+            jax.random.key(9), phi, y, (2, 2), 10, T_RIDGE, integrate_v0=iv, warmup=150,
+            samples=150, chains=1, blocks=1,
         )
         for iv in (True, False)
     ]
@@ -273,56 +269,27 @@ def test_full_weight_sampler_matches_integrated_sampler(small_task):
 # --- stages --------------------------------------------------------------------------------
 
 
-def test_stages_end_to_end(tmp_path):
-    """features -> theory -> samples -> tables -> figures on a tiny four-paths instance."""
-    cfg = load_config(
-        {
-            "paths": {
-                "n_train": 20,
-                "n_test": 40,
-                "tokens": 6,
-                "features": 12,
-                "widths": [10, 1000],
-                "sample_widths": [10],
-                "n_pcs": 5,
-                "experiments": ["four_paths"],
-                "sampler": {"warmup": 20, "samples": 20, "chains": 2},
-            }
-        }
-    )
-    base = {"seed": 0, "realisation": 0, "experiment": "four_paths", "paths": cfg["paths"]}
-    files = {name: str(tmp_path / f"{name}.h5") for name in ("features", "theory", "samples")}
-    stages.paths_features(Job(output={"features": files["features"]}, params=base))
-    stages.paths_theory(
-        Job(input={"features": files["features"]}, output={"theory": files["theory"]}, params=base)
-    )
-    stages.paths_sample(
-        Job(
-            input={"features": files["features"]},
-            output={"samples": files["samples"]},
-            params={**base, "width": 10},
-        )
-    )
-    th = read_artefact(files["theory"], PATHS_THEORY, required=("U/1", "U/2", "accuracy"))
-    assert th["U/1"].shape == (2, 4, 4)
-    assert json.loads(th.attrs["gp_networks"]) == ["all", "g", "g+d"]
-    assert np.all(th["grad_max"] < 1e-6) and np.all(th["hessian_min"] > 0)
-    sa = read_artefact(files["samples"], PATHS_SAMPLES, required=("U/1", "accept"))
-    assert sa["U/1"].shape == (2, 20, 4, 4) and 0 <= sa.attrs["accuracy"] <= 1
-    assert json.loads(sa.attrs["seeds"])["width"] == 10
-    tables = {
-        name: str(tmp_path / f"{name}.csv")
-        for name in ("accuracy", "order_parameters", "pc_overlaps", "diagnostics")
-    }
-    figure_stages.paths_tables(
-        Job(input={"theory": [files["theory"]], "samples": [files["samples"]]}, output=tables)
-    )
-    for panel, needs in (
-        ("paths_fig2c", ("accuracy", "order_parameters")),
-        ("paths_fig2d", ("pc_overlaps",)),
-    ):
-        out = {ext: str(tmp_path / f"{panel}.{ext}") for ext in ("png", "pdf")}
-        figure_stages.paths_figure(
-            Job(input={t: tables[t] for t in needs}, output=out, params={"panel": panel})
-        )
-        assert all((tmp_path / f"{panel}.{ext}").stat().st_size > 1000 for ext in ("png", "pdf"))
+@pytest.mark.slow
+def test_stages_end_to_end(tiny_run):
+    """features -> theory -> samples -> tables -> figures of both experiments, read from the
+    session's tiny workflow run (``tests.workflow_runs.TINY_ALL``)."""
+    cfg = load_config(yaml.safe_load((tiny_run / "tiny.yaml").read_text()))["paths"]
+    results = tiny_run / "results"
+    for experiment, gp_networks in (("four_paths", ["all", "g", "g+d"]),
+                                    ("two_paths", ["all", "g"])):
+        n_paths = len(tasks.EXPERIMENTS[experiment].paths)
+        folder = results / "paths" / "r0" / experiment
+        th = read_artefact(folder / "theory.h5", PATHS_THEORY, required=("U/1", "U/2", "accuracy"))
+        assert th["U/1"].shape == (len(cfg["widths"]), n_paths, n_paths)
+        assert json.loads(th.attrs["gp_networks"]) == gp_networks
+        assert np.all(th["grad_max"] < 1e-6) and np.all(th["hessian_min"] > 0)
+        for width in cfg["sample_widths"]:
+            sa = read_artefact(folder / f"samples_N{width}.h5", PATHS_SAMPLES,
+                               required=("U/1", "accept"))
+            chains, draws = cfg["sampler"]["chains"], cfg["sampler"]["samples"]
+            assert sa["U/1"].shape == (chains, draws, n_paths, n_paths)
+            assert 0 <= sa.attrs["accuracy"] <= 1
+            assert json.loads(sa.attrs["seeds"])["width"] == width
+    for panel in ("paths_fig2c", "paths_fig2d", "paths_fig2e"):
+        for ext in ("png", "pdf"):
+            assert (results / "figures" / f"{panel}.{ext}").stat().st_size > 1000

@@ -10,6 +10,7 @@ Class ``y = +1`` keeps its hidden state with probability ``p_plus`` (0.7), class
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -107,8 +108,10 @@ def sequences(key: jax.Array, states: jax.Array, task: MarkovTask) -> jax.Array:
     return jnp.concatenate([features, positions], axis=1)
 
 
+@partial(jax.jit, static_argnames=("n", "task"))
 def dataset(key: jax.Array, n: int, task: MarkovTask) -> tuple[jax.Array, jax.Array]:
-    """``x: (n, N0, T+1)`` and balanced labels ``y: (n,)`` (first half +1, then -1); n even."""
+    """``x: (n, N0, T+1)`` and balanced labels ``y: (n,)`` (first half +1, then -1); n even.
+    One compiled program (op by op, its many small shapes compile one by one)."""
     labels = jnp.repeat(jnp.array([1.0, -1.0]), n // 2)
     k_states, k_noise = jax.random.split(key)
     return sequences(k_noise, hidden_states(k_states, labels, task), task), labels
@@ -144,6 +147,7 @@ def head(kind: str, task: MarkovTask, key: jax.Array | None = None) -> jax.Array
     return task.beta * (jax.scipy.linalg.block_diag(feat, pos) + cross)
 
 
+@partial(jax.jit, static_argnames="task")
 def heads(key: jax.Array, task: MarkovTask) -> dict[str, jax.Array]:
     """The named heads of ``EXPERIMENTS``: same, uniform, random1 (layer 1), random2 (layer 2),
     the random ones drawn from independent subkeys of ``key``."""
