@@ -117,7 +117,7 @@ def kernel_fields(s, bJ, Ucols, offset) -> np.ndarray:
     K = gibbs.site_block(L)
     out = np.zeros((s.shape[1], L, Ucols.shape[0]), np.float32)
     for i0 in sorted({*range(0, L - K + 1, K), L - K}):
-        outside = (jnp.zeros((K, Ucols.shape[0], s.shape[1])) if K == L
+        outside = (None if K == L
                    else gibbs.outside_fields(s, jnp.int32(i0), K, bJ, Ucols, offset))
         for i in range(i0, i0 + K):
             got = gibbs.site_field(s, jnp.int32(i), jnp.int32(i0), K, outside, bJ, Ucols, offset)

@@ -139,22 +139,23 @@ def outside_fields(state: Array, i0: Array | int, K: int, bJ: Array, Ucols: Arra
     return jnp.einsum("kjb,ajb->kab", rows, G)
 
 
-def site_field(state: Array, i: Array | int, i0: Array | int, K: int, outside: Array, bJ: Array,
-               Ucols: Array, offset: Array | int) -> Array:
+def site_field(state: Array, i: Array | int, i0: Array | int, K: int, outside: Array | None,
+               bJ: Array, Ucols: Array, offset: Array | int) -> Array:
     """Logits of the conditional of site ``i`` (in the block ``i0..i0+K-1``) for B chains,
     ``(C, B)``: ``outside[i - i0] + sum_{m < K} bJ[i, i0 + m(, b)] U_b[:, s_{i0+m}]``, the block's
     sum one fused elementwise chain of K gathers in the order m = 0..K-1.
 
-    ``outside: (K, C, B)`` from ``outside_fields`` (or zeros when the block is the whole chain);
-    other arguments as there. With a zero diagonal in ``bJ`` the ``j = i`` term vanishes, as in
-    ``model.local_fields``.
+    ``outside: (K, C, B)`` from ``outside_fields``, or None when the block is the whole chain
+    (then the sum starts at its first term); other arguments as there. With a zero diagonal in
+    ``bJ`` the ``j = i`` term vanishes, as in ``model.local_fields``.
     """
     w = lax.dynamic_slice_in_dim(lax.dynamic_index_in_dim(bJ, i, keepdims=False), i0, K)
     w = w if bJ.ndim == 3 else w[:, None]  # (K, B) or (K, 1)
     s = lax.dynamic_slice_in_dim(state, i0, K)  # (K, B)
-    h = lax.dynamic_index_in_dim(outside, i - i0, keepdims=False)
-    for m in range(K):
-        h = h + w[m] * jnp.take(Ucols, s[m] + offset, axis=1, mode="clip")
+    terms = (w[m] * jnp.take(Ucols, s[m] + offset, axis=1, mode="clip") for m in range(K))
+    h = next(terms) if outside is None else lax.dynamic_index_in_dim(outside, i - i0, 0, False)
+    for term in terms:
+        h = h + term
     return h
 
 
@@ -166,10 +167,10 @@ def _sweep(state: Array, u: Array, bJ: Array, Ucols: Array, offset: Array | int)
     sites in order, each drawn from ``site_field``. The traced program has a fixed size for every
     L >= ``BLOCK_KERNEL_FROM`` (K fixed; loops over blocks and sites).
     """
-    L, B = state.shape
+    L = state.shape[0]
     K = site_block(L)
 
-    def block(s: Array, i0: Array | int, first: Array | int, outside: Array) -> Array:
+    def block(s: Array, i0: Array | int, first: Array | int, outside: Array | None) -> Array:
         def update(k, s):
             i = i0 + k
             new = inverse_cdf_draw(site_field(s, i, i0, K, outside, bJ, Ucols, offset), u[i])
@@ -180,7 +181,7 @@ def _sweep(state: Array, u: Array, bJ: Array, Ucols: Array, offset: Array | int)
         return lax.fori_loop(0, K, update, s)
 
     if K == L:
-        return block(state, 0, 0, jnp.zeros((K, Ucols.shape[0], B), F32))
+        return block(state, 0, 0, None)
 
     def next_block(n, s):
         i0 = jnp.minimum(n * K, L - K)
