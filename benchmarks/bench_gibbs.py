@@ -2,7 +2,7 @@
 sampler, in one run.
 
     python benchmarks/bench_gibbs.py [--lengths 20,50,100,200,500] [--colours 20] [--chains 200]
-                                     [--realisations 30] [--work 2e9]
+                                     [--realisations 30] [--replicas 8] [--work 2e9]
 
 For each L (C colours, beta = 0.9 / sqrt(L / 20), J, U ~ N(0, 1) symmetric as in the paper),
 prints for
@@ -10,6 +10,9 @@ prints for
 - ``chains``: ``gibbs.independent_chains``, B chains (split over one XLA CPU device per core);
 - ``single R=1``: ``gibbs.single_chain``, one chain (sequential updates, the paper's protocol);
 - ``single R=30``: R realisations batched in one call;
+- ``tempering R=8``: ``tempering.parallel_tempering``, one run of R replicas (swaps after every
+  sweep); its rate is spin updates/s per replica (R times that in total), to set next to
+  ``single R=1``;
 the compile time (first call minus a compiled call of the same size), spin updates/s,
 updates/s x L (work-normalised: each update costs O(L C)) and the ratio to NumPy. Runs are
 sized to about ``--work`` multiply-adds each (so about the same time at every L). Runs on any
@@ -30,7 +33,7 @@ jax.config.update("jax_num_cpu_devices", os.cpu_count() or 1)  # CPU backend onl
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from workflow_lib.potts import gibbs, model  # noqa: E402
+from workflow_lib.potts import gibbs, model, tempering  # noqa: E402
 
 
 def numpy_gibbs(rng: np.random.Generator, J, U, beta, n_chains: int, n_sweeps: int) -> np.ndarray:
@@ -74,7 +77,9 @@ def row(name: str, L: int, updates: float, first: float, best: float, ref: float
           flush=True)
 
 
-def bench_length(L: int, C: int, B: int, R: int, work: float, numpy_work: float) -> None:
+def bench_length(
+    L: int, C: int, B: int, R: int, replicas: int, work: float, numpy_work: float
+) -> None:
     beta = 0.9 / np.sqrt(L / 20)  # keeps the fields of order 1 as L grows
     J, U = model.draw_couplings(jax.random.key(L), L, C, "gaussian")
     per_update = L * C  # multiply-adds of one update
@@ -103,6 +108,12 @@ def bench_length(L: int, C: int, B: int, R: int, work: float, numpy_work: float)
             keys, Jr, Ur, br, n_save=10, burn_in=0, sweeps_between=between))  # noqa: B023
         row(f"single R={r}", L, r * L * 10 * between, first, best, np_rate)
 
+    between = max(1, sweeps(replicas, work) // 10)
+    first, best = timed(lambda: tempering.parallel_tempering(
+        jax.random.split(jax.random.key(3), 1), Jj, Uj, jnp.array([beta]), n_replicas=replicas,
+        ladder_min=0.5, n_save=10, burn_in=0, sweeps_between=between))
+    row(f"tempering R={replicas}", L, L * 10 * between, first, best, np_rate)  # per replica
+
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -111,6 +122,7 @@ def main() -> None:
     ap.add_argument("--colours", type=int, default=20, help="C")
     ap.add_argument("--chains", type=int, default=200, help="B of independent_chains and numpy")
     ap.add_argument("--realisations", type=int, default=30, help="R of batched single_chain")
+    ap.add_argument("--replicas", type=int, default=8, help="R of parallel tempering")
     ap.add_argument("--work", type=float, default=2e9,
                     help="multiply-adds per timed JAX call (sets the number of sweeps)")
     ap.add_argument("--numpy-work", type=float, default=2e8,
@@ -120,7 +132,8 @@ def main() -> None:
           f"{len(jax.devices())} device(s); numpy on the CPU")
     print("    L  sampler        compile s  M upd/s  M upd/s x L  vs numpy")
     for L in (int(x) for x in args.lengths.split(",")):
-        bench_length(L, args.colours, args.chains, args.realisations, args.work, args.numpy_work)
+        bench_length(L, args.colours, args.chains, args.realisations, args.replicas, args.work,
+                     args.numpy_work)
 
 
 if __name__ == "__main__":

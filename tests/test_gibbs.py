@@ -109,19 +109,33 @@ def integer_model(key: int, L: int, C: int) -> tuple[np.ndarray, np.ndarray]:
     return (J + J.T).astype(np.float64), (U + np.triu(U, 1).T).astype(np.float64)
 
 
-@pytest.mark.parametrize("L", [7, 40, 69])  # one block of the field, one block + tail, a loop
-def test_site_field_equals_local_fields(L):
-    """The field the kernel draws from is ``model.local_fields``, exactly, for shared and
-    per-chain models."""
+def kernel_fields(s, bJ, Ucols, offset) -> np.ndarray:
+    """The fields the kernel draws from, every site, ``(B, L, C)``: for each site block of
+    ``site_block(L)`` sites (the last one ending at L), ``outside_fields`` at its start plus
+    ``site_field`` of each of its sites, on the state ``s: (L, B)`` as it stands."""
+    L = s.shape[0]
+    K = gibbs.site_block(L)
+    out = np.zeros((s.shape[1], L, Ucols.shape[0]), np.float32)
+    for i0 in sorted({*range(0, L - K + 1, K), L - K}):
+        outside = (None if K == L
+                   else gibbs.outside_fields(s, jnp.int32(i0), K, bJ, Ucols, offset))
+        for i in range(i0, i0 + K):
+            got = gibbs.site_field(s, jnp.int32(i), jnp.int32(i0), K, outside, bJ, Ucols, offset)
+            out[:, i] = np.asarray(got).T
+    return out
+
+
+@pytest.mark.parametrize("L", [7, 40, 69, 70])  # one block of all sites; blocks of 16, the
+def test_site_field_equals_local_fields(L):  # last overlapping the one before (69) or not
+    """The field the kernel draws from is ``model.local_fields``, exactly, at every site, for
+    shared and per-chain models."""
     C, B = 5, 6
     J, U = integer_model(L, L, C)
     beta = 2.0
     s = jax.random.randint(jax.random.key(L), (L, B), 0, C, jnp.int32)
     want = np.asarray(model.local_fields(s.T, J, U, beta))  # (B, L, C)
-    bJ = jnp.asarray(beta * J, jnp.float32)
-    for i in (0, L // 2, L - 1):
-        got = gibbs.site_field(s, i, bJ, jnp.asarray(U, jnp.float32), 0)
-        np.testing.assert_array_equal(np.asarray(got), want[:, i].T)
+    got = kernel_fields(s, jnp.asarray(beta * J, jnp.float32), jnp.asarray(U, jnp.float32), 0)
+    np.testing.assert_array_equal(got, want)
     # per chain: chain b has J_b = (b + 1) J, U_b = U + b
     Js = np.stack([(b + 1) * J for b in range(B)])
     Us = np.stack([U + b for b in range(B)])
@@ -129,9 +143,7 @@ def test_site_field_equals_local_fields(L):
     bJ = jnp.asarray(np.moveaxis(beta * Js, 0, -1), jnp.float32)
     Ucols = jnp.asarray(np.moveaxis(Us, 0, 1).reshape(C, B * C), jnp.float32)
     offset = jnp.arange(B, dtype=jnp.int32) * C
-    for i in (0, L - 1):
-        got = gibbs.site_field(s, jnp.int32(i), bJ, Ucols, offset)
-        np.testing.assert_array_equal(np.asarray(got), want[:, i].T)
+    np.testing.assert_array_equal(kernel_fields(s, bJ, Ucols, offset), want)
 
 
 def reference_sweep(s: np.ndarray, u: np.ndarray, J, U, betas) -> np.ndarray:
@@ -146,19 +158,38 @@ def reference_sweep(s: np.ndarray, u: np.ndarray, J, U, betas) -> np.ndarray:
     return s
 
 
-def test_sweep_chains_matches_reference_sampler():
-    L, C, B = 6, 4, 5
+@pytest.mark.parametrize(("L", "n_sweeps"), [(6, 20), (69, 3)])  # one block; blocks of 16
+def test_sweep_chains_matches_reference_sampler(L, n_sweeps):
+    C, B = 4, 5
     J, U = integer_model(1, L, C)
     betas = np.linspace(0.2, 1.0, B)
     s = np.asarray(jax.random.randint(jax.random.key(0), (L, B), 0, C, jnp.int32))
     bJ = jnp.asarray(np.moveaxis(betas[:, None, None] * J, 0, -1), jnp.float32)
     sweep = jax.jit(gibbs.sweep_chains)
-    for t in range(20):
+    for t in range(n_sweeps):
         u = jax.random.uniform(jax.random.key(t), (L, B), jnp.float32)
         want = reference_sweep(s, np.asarray(u, np.float64), J, U, betas)
         s_new = np.asarray(sweep(jnp.asarray(s), u, bJ, jnp.asarray(U, jnp.float32)))
         np.testing.assert_array_equal(s_new, want)
         s = s_new
+
+
+def test_independent_chains_follow_sweep_chains_in_blocks():
+    """At a length swept in site blocks, ``independent_chains`` (shared couplings, one
+    contraction for all chains) gives exactly the chains of ``sweep_chains`` (per-chain
+    couplings) from the documented uniforms (integer couplings: float32 sums exact)."""
+    L, C, B, beta, T = 70, 5, 6, 0.5, 3
+    J, U = integer_model(2, L, C)
+    final, _ = gibbs.independent_chains(
+        jax.random.key(9), jnp.asarray(J), jnp.asarray(U), beta, n_chains=B, n_sweeps=T
+    )
+    k_init, k_run = jax.random.split(jax.random.key(9))
+    s = jax.random.randint(k_init, (L, B), 0, C, jnp.int32)
+    bJ = jnp.broadcast_to(jnp.asarray(beta * J, jnp.float32)[..., None], (L, L, B))
+    for t in range(T):
+        u = jax.random.uniform(jax.random.fold_in(k_run, t), (L, B), jnp.float32)
+        s = gibbs.sweep_chains(s, u, bJ, jnp.asarray(U, jnp.float32))
+    np.testing.assert_array_equal(np.asarray(s).T, final)
 
 
 def test_sweep_chains_reproduces_both_protocols(tiny_model):
@@ -210,8 +241,8 @@ def test_independent_chains_are_block_invariant(tiny_model):
 
 
 def test_traced_sweep_does_not_grow_with_length():
-    """The sweep's program is the same size at L = 69 and L = 645 (no unrolling over sites or
-    over the field's sum): compile time is flat in L."""
+    """The sweep's program is the same size at L = 69 and L = 645 (loops over site blocks and
+    their sites, nothing unrolled over L): compile time is flat in L."""
 
     def n_eqns(jaxpr) -> int:  # equations, counted into loop bodies and other sub-programs
         subs = [s for e in jaxpr.eqns for v in e.params.values()
@@ -224,4 +255,4 @@ def test_traced_sweep_does_not_grow_with_length():
                 jnp.zeros((3, 3)))
         return n_eqns(jax.make_jaxpr(gibbs.sweep_chains)(*args).jaxpr)
 
-    assert size(69) == size(645)  # both: a loop of 32-site blocks and a 5-site tail
+    assert size(69) == size(645)

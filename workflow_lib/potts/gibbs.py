@@ -7,16 +7,19 @@ inverse CDF with one uniform per chain and update. One sweep = L updates. The un
 depend on how a run is split into blocks, batched or placed on devices.
 
 Both protocols share one kernel (``sweep_chains`` is its public form): B chains in a chain-last
-layout, state ``(L, B)``. The sites run in a ``fori_loop`` with a dynamic row index; updating
-site i sums ``beta J_ij U[:, s_j]`` over j in fused blocks of ``FIELD_BLOCK`` gathers
-(``site_field``, O(L C) per chain), draws, and writes row i of the state. The traced program
-does not grow with L, so neither does compile time, and the work per update grows like L.
-Uniforms are drawn for a chunk of sweeps at once (one random-number call per chunk, not per
-sweep); everything is elementwise over chains (shards over devices).
+layout, state ``(L, B)``, everything elementwise over chains (shards over devices). A sweep runs
+in blocks of K consecutive sites (``site_block``: K = L below L = 64, else 16). At a block's
+start one contraction gives the fields on its K sites from all sites outside it
+(``outside_fields``, O(K L C) per chain, as a matrix product); then its sites are drawn in order,
+each adding the block's own K terms ``beta J_ij U[:, s_j]`` as one fused chain of gathers
+(``site_field``), so each draw sees every earlier update. The work per update is O(L C) and the
+traced program has a fixed size for L >= 64 (loops over blocks and over sites), so compile time
+does not grow with L. Uniforms are drawn for a chunk of sweeps at once (one random-number call
+per chunk, not per sweep).
 ``independent_chains`` runs many chains of one model; ``single_chain`` (the paper's protocol)
 runs one chain per realisation, each with its own J, U, beta, batched the same way.
 
-Long runs proceed in blocks, with a log line per block (rate and ETA).
+Long runs proceed in blocks of sweeps, with a log line per block (rate and ETA).
 """
 
 from __future__ import annotations
@@ -92,49 +95,99 @@ def _progress(what: str, done: int, total: int, updates: float, t0: float) -> No
 
 # ------------------------------------------------------------------ kernel
 
-FIELD_BLOCK = 32
-"""Sites j summed per step of the field's loop: a fused block of gathers, so the traced program
-is O(FIELD_BLOCK) whatever L."""
+SITE_BLOCK = 16
+"""Sites per block of the block kernel (``site_block``)."""
+
+BLOCK_KERNEL_FROM = 64
+"""Sequence length from which sweeps run in blocks of ``SITE_BLOCK`` sites (``site_block``)."""
 
 UNIFORM_CHUNK_BYTES = 1 << 20
 """Uniforms of several sweeps are drawn in one call, up to this size and 64 sweeps."""
 
 
-def site_field(state: Array, i: Array | int, bJ: Array, Ucols: Array, offset: Array | int) -> Array:
-    """Logits of the conditional of site ``i`` for B chains, ``(C, B)``:
-    ``h(a, b) = sum_j bJ[i, j(, b)] U_b[a, s_j]``, summed in the order j = 0..L-1.
+def site_block(L: int) -> int:
+    """Sites per block of a sweep of length L: the kernel rule, in this one place.
 
-    ``state: (L, B)`` int32; ``bJ = beta * J``: ``(L, L)`` shared or ``(L, L, B)`` per chain, zero
-    diagonal (the ``j = i`` term then vanishes, as in ``model.local_fields``). Column
-    ``offset + a`` of ``Ucols: (C, M)`` is ``U[:, a]`` of a chain (``offset``: 0 or ``(B,)``).
-    Indices are in range, so the gathers use ``mode="clip"``: ``take``'s default NaN fill costs.
+    L < ``BLOCK_KERNEL_FROM``: one block of all L sites, so each site's field is one fused sum of
+    L gathers (no contraction; fastest at the paper's L = 20 for 1 to 200 chains). Otherwise
+    blocks of ``SITE_BLOCK`` sites: per site a fused sum of ``SITE_BLOCK`` gathers plus, per
+    block, one contraction for the rest of the chain (measured faster from L = 64 on, shared or
+    per-chain couplings, 1 to 100 chains). Depends on L alone, so every protocol and
+    ``sweep_chains`` run the same kernel on the same chains.
     """
-    L, B = state.shape
-    row = bJ[i] if bJ.ndim == 3 else bJ[i][:, None]  # (L, B) or (L, 1)
+    return L if L < BLOCK_KERNEL_FROM else SITE_BLOCK
 
-    def add(acc, s, w):  # acc += sum_k w[k] U[:, s[k]], one fused elementwise block
-        for k in range(s.shape[0]):
-            acc = acc + w[k] * jnp.take(Ucols, s[k] + offset, axis=1, mode="clip")
-        return acc
 
-    def block(jb, acc):
-        j0 = jb * FIELD_BLOCK
-        return add(acc, lax.dynamic_slice_in_dim(state, j0, FIELD_BLOCK),
-                   lax.dynamic_slice_in_dim(row, j0, FIELD_BLOCK))
+def outside_fields(state: Array, i0: Array | int, K: int, bJ: Array, Ucols: Array,
+                   offset: Array | int) -> Array:
+    """Fields on the K sites ``i0..i0+K-1`` from all sites outside them, ``(K, C, B)``:
+    ``h(k, a, b) = sum_{j not in block} bJ[i0 + k, j(, b)] U_b[a, s_j]``, one contraction.
 
-    n = L // FIELD_BLOCK
-    acc = jnp.zeros((Ucols.shape[0], B), F32)
-    acc = lax.fori_loop(0, n, block, acc) if n > 1 else block(0, acc) if n else acc
-    return add(acc, state[n * FIELD_BLOCK:], row[n * FIELD_BLOCK:])
+    ``state: (L, B)`` int32; ``bJ = beta * J``: ``(L, L)`` shared or ``(L, L, B)`` per chain;
+    column ``offset + a`` of ``Ucols: (C, M)`` is ``U[:, a]`` of a chain (``offset``: 0 or
+    ``(B,)``). Indices are in range, so gathers use ``mode="clip"`` (``take``'s default NaN fill
+    costs).
+    """
+    L = state.shape[0]
+    G = jnp.take(Ucols, state + offset, axis=1, mode="clip")  # (C, L, B)
+    rows = lax.dynamic_slice_in_dim(bJ, i0, K)  # (K, L) or (K, L, B)
+    j = jnp.arange(L)
+    inside = (j >= i0) & (j < i0 + K)
+    rows = jnp.where(inside[:, None] if rows.ndim == 3 else inside, 0.0, rows)
+    if rows.ndim == 2:
+        return jnp.einsum("kj,ajb->kab", rows, G)
+    return jnp.einsum("kjb,ajb->kab", rows, G)
+
+
+def site_field(state: Array, i: Array | int, i0: Array | int, K: int, outside: Array | None,
+               bJ: Array, Ucols: Array, offset: Array | int) -> Array:
+    """Logits of the conditional of site ``i`` (in the block ``i0..i0+K-1``) for B chains,
+    ``(C, B)``: ``outside[i - i0] + sum_{m < K} bJ[i, i0 + m(, b)] U_b[:, s_{i0+m}]``, the block's
+    sum one fused elementwise chain of K gathers in the order m = 0..K-1.
+
+    ``outside: (K, C, B)`` from ``outside_fields``, or None when the block is the whole chain
+    (then the sum starts at its first term); other arguments as there. With a zero diagonal in
+    ``bJ`` the ``j = i`` term vanishes, as in ``model.local_fields``.
+    """
+    w = lax.dynamic_slice_in_dim(lax.dynamic_index_in_dim(bJ, i, keepdims=False), i0, K)
+    w = w if bJ.ndim == 3 else w[:, None]  # (K, B) or (K, 1)
+    s = lax.dynamic_slice_in_dim(state, i0, K)  # (K, B)
+    terms = (w[m] * jnp.take(Ucols, s[m] + offset, axis=1, mode="clip") for m in range(K))
+    h = next(terms) if outside is None else lax.dynamic_index_in_dim(outside, i - i0, 0, False)
+    for term in terms:
+        h = h + term
+    return h
 
 
 def _sweep(state: Array, u: Array, bJ: Array, Ucols: Array, offset: Array | int) -> Array:
-    """One cyclic sweep of B chains (arguments as in ``site_field``, ``u: (L, B)``)."""
+    """One cyclic sweep of B chains (arguments as in ``outside_fields``, ``u: (L, B)``).
 
-    def update(i, s):
-        return s.at[i].set(inverse_cdf_draw(site_field(s, i, bJ, Ucols, offset), u[i]))
+    Blocks of ``K = site_block(L)`` sites, in order; the last block starts at ``L - K`` and keeps
+    the sites it shares with the one before. At a block's start, ``outside_fields``; then its
+    sites in order, each drawn from ``site_field``. The traced program has a fixed size for every
+    L >= ``BLOCK_KERNEL_FROM`` (K fixed; loops over blocks and sites).
+    """
+    L = state.shape[0]
+    K = site_block(L)
 
-    return lax.fori_loop(0, state.shape[0], update, state)
+    def block(s: Array, i0: Array | int, first: Array | int, outside: Array | None) -> Array:
+        def update(k, s):
+            i = i0 + k
+            new = inverse_cdf_draw(site_field(s, i, i0, K, outside, bJ, Ucols, offset), u[i])
+            if K < L:  # sites of the previous block stay
+                new = jnp.where(i >= first, new, lax.dynamic_index_in_dim(s, i, keepdims=False))
+            return lax.dynamic_update_index_in_dim(s, new, i, 0)
+
+        return lax.fori_loop(0, K, update, s)
+
+    if K == L:
+        return block(state, 0, 0, None)
+
+    def next_block(n, s):
+        i0 = jnp.minimum(n * K, L - K)
+        return block(s, i0, n * K, outside_fields(s, i0, K, bJ, Ucols, offset))
+
+    return lax.fori_loop(0, -(-L // K), next_block, state)
 
 
 def sweep_chains(state: Array, u: Array, bJ: Array, U: Array) -> Array:
@@ -143,8 +196,10 @@ def sweep_chains(state: Array, u: Array, bJ: Array, U: Array) -> Array:
     update of site i of chain b, inverse CDF over colours 0..C-1 exactly as in the kernel),
     bJ: (L, L, B) float32 (= beta_b * J), U: (C, C) float32 shared. Returns the new (L, B).
 
-    The kernel of ``independent_chains`` and ``single_chain``: the same uniforms give the same
-    draws. Jit-traceable, usable inside ``lax.scan``.
+    The kernel of ``independent_chains`` and ``single_chain`` (same ``site_block`` rule): the
+    same uniforms give the same draws, bit for bit where the float32 sums are exact (integer
+    couplings, as in the tests), otherwise up to the rounding of the block contraction.
+    Jit-traceable, usable inside ``lax.scan``.
     """
     return _sweep(state, u, bJ.astype(F32), U.astype(F32), 0)
 
