@@ -110,6 +110,23 @@ def test_pruning_drops_a_head_and_renormalises():
     assert not np.allclose(pruned, icl.forward(params, NET, x0, icl.all_heads(NET)))
 
 
+@pytest.mark.parametrize("net", [NET, icl.Net(width=5, head_dim=2, layers=3, heads=2, n0=8)])
+def test_path_outputs_give_every_pruning(net):
+    """One pass of path outputs (h1-major) weighted by ``path_weights`` = the forward pass with
+    any head mask; ``outputs`` (batched) = ``path_outputs``."""
+    params = jax.tree.map(lambda v: v.astype(jnp.float64), icl.init(jax.random.key(8), net))
+    x0 = _inputs(7)
+    paths = icl.path_outputs(params, net, x0)
+    assert paths.shape == (7, net.heads ** net.layers)
+    np.testing.assert_allclose(icl.outputs(params, net, x0), paths, rtol=1e-12, atol=1e-14)
+    for removed in ([], [(0, 1)], [(net.layers - 1, 0), (0, 0)]):
+        keep = heads.keep_mask(net.layers, net.heads, removed)
+        np.testing.assert_allclose(paths @ icl.path_weights(keep),
+                                   icl.forward(params, net, x0, keep), rtol=1e-10, atol=1e-12)
+        f = np.asarray(icl.forward(params, net, x0, keep))
+        assert icl.accuracy(paths, jnp.sign(jnp.asarray(f)), keep) == 1.0
+
+
 def test_head_scores_by_hand():
     U = np.zeros((4, 4))  # 2 layers x 2 heads; paths 11, 12, 21, 22
     U[0, 0] = 4.0  # path 11 with itself

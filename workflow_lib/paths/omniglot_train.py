@@ -120,7 +120,8 @@ def train(
         state, block_losses = block(state, b)
         losses[b] = float(jnp.mean(block_losses))
         if held_out is not None:
-            validation[b] = icl.accuracy(state[0], net, *held_out)
+            validation[b] = icl.accuracy(icl.outputs(state[0], net, held_out[0]), held_out[1],
+                                         keep)
         elapsed = time.perf_counter() - start
         log.info(
             "step %d/%d  p_identical %.2f  train loss %.4f  held-out accuracy %.3f  "

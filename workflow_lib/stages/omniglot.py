@@ -57,7 +57,10 @@ def omniglot_train(job: Job) -> None:
     recipe = gradient_descent.Recipe.from_config(cfg["training"])
     trained = gradient_descent.train(_key(p, "omniglot_train"), net, recipe, bank.tokens,
                                    bank.starts, data.emb, data.inputs("validation"))
-    acc = {s: icl.accuracy(trained.params, net, *data.inputs(s)) for s in oa.SPLITS}
+    acc = {}
+    for split in oa.SPLITS:
+        x0, y = data.inputs(split)
+        acc[split] = icl.accuracy(icl.outputs(trained.params, net, x0), y, icl.all_heads(net))
     log.info("gradient descent: %.0f s; accuracy %s", trained.seconds,
              {k: round(v, 3) for k, v in acc.items()})
     left = bool(trained.loss[-1] < gradient_descent.PLATEAU_LOSS)
@@ -144,7 +147,8 @@ def omniglot_prune(job: Job) -> None:
     _, params, net = oa.read_model(job.input["model"], data)
     x0, y = data.inputs("test")
     th = read_artefact(job.input["theory"], artefacts.OMNIGLOT_THEORY, required=("head_scores",))
-    pr = head_paths.prune(lambda keep: icl.accuracy(params, net, x0, y, keep), th["head_scores"],
+    paths = icl.outputs(params, net, x0)  # (n, H^L): every pruning is a weighting of these
+    pr = head_paths.prune(lambda keep: icl.accuracy(paths, y, keep), th["head_scores"],
                           _key(p, "omniglot_prune"), p["omniglot"]["random_orders"])
     log.info("unpruned %.3f; single-head pruning (rows: layers) %s", pr.full,
              np.round(pr.single, 3).tolist())
