@@ -161,6 +161,11 @@ def outputs(params: Params, net: Net, x0: jax.Array) -> jax.Array:
     return lax.map(lambda x: path_outputs(params, net, x[None])[0], x0, batch_size=128)
 
 
+def network_accuracy(params: Params, net: Net, x0: jax.Array, y: jax.Array) -> float:
+    """Fraction of episodes ``x0: (n, T, N0)`` with ``sign f = y``, no head pruned."""
+    return accuracy(outputs(params, net, x0), y, all_heads(net))
+
+
 def accuracy(paths: jax.Array, y: jax.Array, keep: tuple[jax.Array, ...]) -> float:
     """Fraction of episodes with ``sign f = y`` from their path outputs ``paths: (n, H^L)``
     (``outputs``), heads masked by ``keep`` (``all_heads``: none pruned)."""

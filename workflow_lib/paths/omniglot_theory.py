@@ -29,14 +29,6 @@ def episode_features(x0: jax.Array, Ws: Sequence[jax.Array], sigma0_sq: float) -
     return model.path_features(x, omegas, readout, sigma0_sq)
 
 
-@jax.jit
-def predictive_mean(phi: jax.Array, y: jax.Array, phi_test: jax.Array, U: jax.Array,
-                    T: float) -> jax.Array:
-    """The posterior mean ``(Pt,)`` of ``theory.predictor`` on ``phi_test: (Pt, N0, Pi)``
-    without its variance (accuracy needs only the sign of the mean)."""
-    return model.readout(phi_test, theory.mean_weights(U, phi, y, T))
-
-
 def select(validation: np.ndarray) -> int:
     """Index of the best validation accuracy (the lowest temperature among ties, temperatures
     increasing)."""
@@ -70,7 +62,7 @@ def grid(
     n_val = f["y/validation"].shape[0]
 
     def accuracies(U: jax.Array, T: float) -> list[float]:
-        mean = predictive_mean(phi, y, held_out, U, T)
+        mean = theory.predictive_mean(phi, y, held_out, U, T)
         return [theory.accuracy(mean[:n_val], f["y/validation"]),
                 theory.accuracy(mean[n_val:], f["y/test"])]
 

@@ -120,8 +120,7 @@ def train(
         state, block_losses = block(state, b)
         losses[b] = float(jnp.mean(block_losses))
         if held_out is not None:
-            validation[b] = icl.accuracy(icl.outputs(state[0], net, held_out[0]), held_out[1],
-                                         keep)
+            validation[b] = icl.network_accuracy(state[0], net, *held_out)
         elapsed = time.perf_counter() - start
         log.info(
             "step %d/%d  p_identical %.2f  train loss %.4f  held-out accuracy %.3f  "

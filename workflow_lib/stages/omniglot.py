@@ -57,10 +57,7 @@ def omniglot_train(job: Job) -> None:
     recipe = gradient_descent.Recipe.from_config(cfg["training"])
     trained = gradient_descent.train(_key(p, "omniglot_train"), net, recipe, bank.tokens,
                                    bank.starts, data.emb, data.inputs("validation"))
-    acc = {}
-    for split in oa.SPLITS:
-        x0, y = data.inputs(split)
-        acc[split] = icl.accuracy(icl.outputs(trained.params, net, x0), y, icl.all_heads(net))
+    acc = {s: icl.network_accuracy(trained.params, net, *data.inputs(s)) for s in oa.SPLITS}
     log.info("gradient descent: %.0f s; accuracy %s", trained.seconds,
              {k: round(v, 3) for k, v in acc.items()})
     left = bool(trained.loss[-1] < gradient_descent.PLATEAU_LOSS)
