@@ -5,11 +5,16 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-# One XLA thread per test process, as the workflow's single-thread jobs: far steadier timings on
-# a shared 2-core machine. Set before JAX starts its backend.
+# One XLA and one BLAS thread per test process, as the workflow's single-thread jobs
+# (``workflow_lib.__main__``): the suite runs on parallel workers, and LAPACK's spinning threads
+# (Cholesky in the NUTS tests) slow a test several-fold when the cores are busy. Set before JAX
+# starts its backend.
 os.environ.setdefault(
     "XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
 )
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("MKL_NUM_THREADS", "1")
 
 import jax
 import numpy as np
@@ -20,6 +25,20 @@ import workflow_lib  # noqa: F401  (enables float64)
 from workflow_lib.potts import model
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+# Session fixtures that build something expensive, and the xdist group of the tests that use
+# each: with ``--dist loadgroup`` a group runs on one worker, so each is built once.
+SHARED_FIXTURES = ("tiny_run", "cluster")
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        for name in SHARED_FIXTURES:
+            if name in getattr(item, "fixturenames", ()):
+                item.add_marker(pytest.mark.xdist_group(name))
+                break
 
 
 @pytest.fixture

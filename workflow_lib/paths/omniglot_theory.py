@@ -108,11 +108,3 @@ def grid_datasets(g: Grid, f: dict[str, jax.Array], heads: Sequence[int], widths
             "pc_overlaps/fw": theory.pc_overlaps(phi, y, jnp.asarray(U_score), n_pcs),
             "pc_overlaps/gp": theory.pc_overlaps(phi, y, g.gp_U, n_pcs),
             "head_scores": head_paths.scores(U_score, len(heads), heads[0])}
-
-
-def sampled_accuracy(phi: jax.Array, y: jax.Array, mean_weights: jax.Array) -> tuple[
-        float, np.ndarray]:
-    """Accuracy on ``phi: (n, N0, Pi)``, ``y: (n,)`` of the posterior-mean predictor of all
-    chains, and of each chain's: ``mean_weights: (C, Pi, N0)``."""
-    per_chain = np.array([theory.accuracy(model.readout(phi, W), y) for W in mean_weights])
-    return theory.accuracy(model.readout(phi, mean_weights.mean(axis=0)), y), per_chain

@@ -82,6 +82,22 @@ class Samples:
     warmup_seconds: float
     sampling_seconds: float
 
+    def accuracy(self, phi: jax.Array, y: jax.Array) -> tuple[float, np.ndarray]:
+        """Accuracy on ``phi: (n, N0, Pi)``, ``y: (n,)`` of the posterior-mean predictor of all
+        chains, and of each chain's, ``(C,)``."""
+        per_chain = np.array([theory.accuracy(model.readout(phi, W), y)
+                              for W in self.mean_weights])
+        return theory.accuracy(model.readout(phi, self.mean_weights.mean(axis=0)), y), per_chain
+
+    def datasets(self, accuracy_per_chain: np.ndarray) -> dict[str, np.ndarray]:
+        """The artefact's datasets: ``U/{l}: (C, S, m, m)``, ``ua: (C, S)``, ``mean_weights``,
+        and per chain ``accuracy_per_chain``, ``accept``, ``divergences``, ``mean_steps``."""
+        *us, ua = self.order_parameters
+        return {**{f"U/{layer + 1}": u for layer, u in enumerate(us)}, "ua": ua[..., 0, 0],
+                "mean_weights": self.mean_weights, "accuracy_per_chain": accuracy_per_chain,
+                "accept": self.accept, "divergences": self.divergences,
+                "mean_steps": self.mean_steps}
+
 
 def _summaries(
     draws: dict, phi: jax.Array, y: jax.Array, layers: int, T: float, integrate_v0: bool
@@ -132,7 +148,10 @@ def run_nuts(
         max_tree_depth=max_tree_depth,
     )
     model_args = (phi, y, model.path_kernels(phi) if integrate_v0 else None)
-    states = kernel.init(jax.random.split(key, chains), warmup, model_args=model_args)
+    # one compiled program: NumPyro's eager initialisation compiles op by op, which took 13 s
+    # against 8 s for this on the test's four-paths task; it keeps no traced value
+    states = jax.jit(lambda keys, args: kernel.init(keys, warmup, model_args=args))(
+        jax.random.split(key, chains), model_args)
     block = -(-samples // blocks)
 
     @jax.jit

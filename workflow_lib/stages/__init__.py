@@ -44,8 +44,8 @@ STAGES = {
     "omniglot_theory": "workflow_lib.stages.omniglot:omniglot_theory",
     "omniglot_sample": "workflow_lib.stages.omniglot:omniglot_sample",
     "omniglot_prune": "workflow_lib.stages.omniglot:omniglot_prune",
-    "omniglot_tables": "workflow_lib.stages.omniglot:omniglot_tables",
-    "omniglot_figure": "workflow_lib.stages.omniglot:omniglot_figure",
+    "omniglot_tables": "workflow_lib.stages.omniglot_figures:omniglot_tables",
+    "omniglot_figure": "workflow_lib.stages.omniglot_figures:omniglot_figure",
 }
 
 

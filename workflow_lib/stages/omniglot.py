@@ -1,8 +1,8 @@
 """Stages of the one-shot Omniglot study (spec ``attention_paths.md`` §4b, the paper's Fig. 3),
 each read, call, write: images and episodes (``paths.omniglot``), gradient descent
 (``paths.omniglot_train``), path-attended inputs and the theory grid (``paths.omniglot_theory``),
-posterior samples (``paths.sampling``), pruning (``paths.heads``), tables and figures
-(``analysis.omniglot_tables``, ``analysis.omniglot_figures``)."""
+posterior samples (``paths.sampling``), pruning (``paths.heads``); tables and figures:
+``stages.omniglot_figures``."""
 
 from __future__ import annotations
 
@@ -11,14 +11,10 @@ import logging
 
 import jax
 import numpy as np
-import pandas as pd
 
 from workflow_lib import artefacts
 from workflow_lib import omniglot_artefacts as oa
-from workflow_lib.analysis import omniglot_figures
-from workflow_lib.analysis import omniglot_tables as summary
-from workflow_lib.analysis.save import save_figure
-from workflow_lib.artefacts import read_artefact, write_artefact, write_csv
+from workflow_lib.artefacts import read_artefact, write_artefact
 from workflow_lib.keys import stage_key
 from workflow_lib.paths import heads as head_paths
 from workflow_lib.paths import icl, omniglot, sampling
@@ -123,14 +119,10 @@ def omniglot_sample(job: Job) -> None:
         samples=scfg["samples"], chains=scfg["chains"], target_accept=scfg["target_accept"],
         max_tree_depth=scfg["max_tree_depth"],
     )
-    acc, per_chain = grid_theory.sampled_accuracy(f["phi/test"], f["y/test"], s.mean_weights)
+    acc, per_chain = s.accuracy(f["phi/test"], f["y/test"])
     log.info("N=%d, T=%g: sampled test accuracy %.3f (chains %s)", N, T, acc,
              np.round(per_chain, 3))
-    *us, ua = s.order_parameters
-    _write(job.output["samples"], artefacts.OMNIGLOT_SAMPLES,
-           {**{f"U/{layer + 1}": u for layer, u in enumerate(us)}, "ua": ua[..., 0, 0],
-            "mean_weights": s.mean_weights, "accuracy_per_chain": per_chain,
-            "accept": s.accept, "divergences": s.divergences, "mean_steps": s.mean_steps}, p,
+    _write(job.output["samples"], artefacts.OMNIGLOT_SAMPLES, s.datasets(per_chain), p,
            {"width": N, "temperature": T, "accuracy": acc, "rhat": s.rhat, "ess": s.ess,
             "warmup_seconds": s.warmup_seconds, "sampling_seconds": s.sampling_seconds,
             "sampler": "numpyro NUTS, every weight sampled"})
@@ -155,27 +147,3 @@ def omniglot_prune(job: Job) -> None:
             "score_temperature": float(th.attrs["score_temperature"]),
             "pruning": "head removed; the remaining heads of its layer summed with "
                        "1/sqrt(#left)"})
-
-
-def omniglot_tables(job: Job) -> None:
-    """CSV tables of the study and the checks of the paper's claims (``analysis.omniglot_tables``);
-    a claim that does not hold is logged as a warning."""
-    model_art, params, net = oa.read_model(job.input["model"])
-    th = read_artefact(job.input["theory"], artefacts.OMNIGLOT_THEORY)
-    samples = job.input.get("samples") or []
-    sa = read_artefact(samples[0], artefacts.OMNIGLOT_SAMPLES) if samples else None
-    pruning = read_artefact(job.input["pruning"], artefacts.OMNIGLOT_PRUNING)
-    tables = summary.tables(model_art, th, sa, pruning, params, net)
-    for _, c in tables["checks"].iterrows():
-        (log.info if c["holds"] else log.warning)("%s: %.4f (error %.4f; %s): %s", c["claim"],
-                                                  c["value"], c["error"], c["reference"],
-                                                  "holds" if c["holds"] else "DOES NOT HOLD")
-    for name, df in tables.items():
-        write_csv(df, job.output[name])
-
-
-def omniglot_figure(job: Job) -> None:
-    """Draw panel ``params['panel']`` (omniglot_fig3b ... omniglot_fig3f); PNG and PDF."""
-    panel = job.params["panel"]
-    read = {name: pd.read_csv(path) for name, path in job.input.items()}
-    save_figure(omniglot_figures.draw(panel, read), job.output)

@@ -22,7 +22,7 @@ from workflow_lib.artefacts import (
 )
 from workflow_lib.keys import stage_key
 from workflow_lib.paths import experiment as ex
-from workflow_lib.paths import model, sampling, tasks, theory
+from workflow_lib.paths import sampling, tasks, theory
 from workflow_lib.stages import Job
 
 log = logging.getLogger("workflow_lib.paths")
@@ -137,15 +137,10 @@ def paths_sample(job: Job) -> None:
         warmup=scfg["warmup"], samples=scfg["samples"], chains=scfg["chains"],
         target_accept=scfg["target_accept"], max_tree_depth=scfg["max_tree_depth"],
     )
-    acc_chain = [theory.accuracy(model.readout(phi_test, W), y_test) for W in s.mean_weights]
-    acc = theory.accuracy(model.readout(phi_test, s.mean_weights.mean(axis=0)), y_test)
+    acc, acc_chain = s.accuracy(phi_test, y_test)
     log.info("N=%d: sampled accuracy %.3f (chains %s)", N, acc, np.round(acc_chain, 3))
-    *us, ua = s.order_parameters
     write_artefact(
-        job.output["samples"], PATHS_SAMPLES,
-        {**{f"U/{layer + 1}": u for layer, u in enumerate(us)}, "ua": ua[..., 0, 0],
-         "mean_weights": s.mean_weights, "accuracy_per_chain": np.array(acc_chain),
-         "accept": s.accept, "divergences": s.divergences, "mean_steps": s.mean_steps},
+        job.output["samples"], PATHS_SAMPLES, s.datasets(acc_chain),
         p, seeds={"seed": p["seed"], "realisation": p["realisation"], "width": N,
                   "experiment_tag": tag},
         attrs={"experiment": experiment, "width": N, "accuracy": acc, "rhat": s.rhat,
