@@ -82,8 +82,8 @@ def width_sweep(
         if sol.grad_max > 1e-6 or sol.hessian_min <= 0:
             log.warning("N=%d: not a clean minimum (max|grad| %.1e, min Hessian eig %.2e)",
                         N, sol.grad_max, sol.hessian_min)
-    acc = [theory.accuracy(theory.predictor(phi, y, phi_test, jnp.asarray(s.Us[0]), T)[0], y_test)
-           for s in sols]
+    acc = [theory.accuracy(theory.predictive_mean(phi, y, phi_test, jnp.asarray(s.Us[0]), T),
+                           y_test) for s in sols]
     return sols, np.array(acc)
 
 
@@ -96,6 +96,6 @@ def gp_accuracies(
     acc = []
     for net, layers in nets.items():
         U = theory.gp_order_parameters(layer_heads(layers), sigma2)[0]
-        mean, _ = theory.predictor(phis[net][0], y, phis[net][1], U, T)
+        mean = theory.predictive_mean(phis[net][0], y, phis[net][1], U, T)
         acc.append(theory.accuracy(mean, y_test))
     return np.array(acc)

@@ -224,7 +224,6 @@ def minimise_action(
 
 
 @jax.jit
-@jax.jit
 def predictive_mean(
     phi_train: jax.Array, y: jax.Array, phi_test: jax.Array, U: jax.Array, T: float
 ) -> jax.Array:
@@ -233,12 +232,13 @@ def predictive_mean(
     return model.readout(phi_test, mean_weights(U, phi_train, y, T))
 
 
+@jax.jit
 def predictor(
     phi_train: jax.Array, y: jax.Array, phi_test: jax.Array, U: jax.Array, T: float
 ) -> tuple[jax.Array, jax.Array]:
     """Posterior mean and variance of f on ``phi_test: (Pt, N0, Pi)``: ``kᵀ(K+TI)⁻¹Y`` and
     ``K(x*, x*) - kᵀ(K+TI)⁻¹k``, both ``(Pt,)``."""
-    chol, _ = _ridge_solve(model.kernel(phi_train, phi_train, U), y, T)
+    chol, _ = _ridge_solve(model.kernel(phi_train, phi_train, U), y, T)  # shared under jit
     mean = predictive_mean(phi_train, y, phi_test, U, T)
     v = jax.scipy.linalg.solve_triangular(chol, model.kernel(phi_train, phi_test, U), lower=True)
     return mean, model.kernel_diagonal(phi_test, U) - jnp.sum(v**2, axis=0)
