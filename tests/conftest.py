@@ -5,18 +5,19 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-# One XLA and one BLAS thread per test process, as the workflow's single-thread jobs
-# (``workflow_lib.__main__``): the suite runs on parallel workers, and LAPACK's spinning threads
-# (Cholesky in the NUTS tests) slow a test several-fold when the cores are busy. Set before JAX
-# starts its backend.
-os.environ.setdefault(
-    "XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
-)
+# One XLA and one BLAS thread per test process and the jobs' compiler flags, as the workflow's
+# single-thread jobs (``workflow_lib.__main__``): the suite runs on parallel workers, and LAPACK's
+# spinning threads (Cholesky in the NUTS tests) slow a test several-fold when the cores are busy.
+# BLAS reads its variables when NumPy loads, XLA its flags when JAX starts its backend.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
 
-import jax
+from workflow_lib.__main__ import JOB_XLA_FLAGS, SINGLE_THREAD_XLA_FLAGS  # noqa: E402
+
+os.environ.setdefault("XLA_FLAGS", f"{JOB_XLA_FLAGS} {SINGLE_THREAD_XLA_FLAGS}")
+
+import jax  # noqa: E402
 import numpy as np
 import pytest
 import yaml
@@ -27,9 +28,10 @@ from workflow_lib.potts import model
 ROOT = Path(__file__).resolve().parents[1]
 
 
-# Session fixtures that build something expensive, and the xdist group of the tests that use
-# each: with ``--dist loadgroup`` a group runs on one worker, so each is built once.
-SHARED_FIXTURES = ("tiny_run", "cluster")
+# Fixtures that build something expensive (session-scoped, or ``solution_n10`` of test_paths, 20 s
+# per module), and the xdist group of the tests that use each: with ``--dist loadgroup`` a group
+# runs on one worker, so each is built once.
+SHARED_FIXTURES = ("tiny_run", "cluster", "solution_n10")
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups

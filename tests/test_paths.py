@@ -236,7 +236,7 @@ def test_predictor_variance_is_nonnegative_and_mean_weights_consistent(small_tas
 def test_theory_and_samples_agree_at_n10(small_task, solution_n10):
     phi, y, phi_test, y_test = small_task
     s = sampling.run_nuts(
-        jax.random.key(8), phi, y, (2, 2), 10, T_RIDGE, warmup=150, samples=150, chains=2, blocks=1
+        jax.random.key(8), phi, y, (2, 2), 10, T_RIDGE, warmup=100, samples=100, chains=2, blocks=1
     )
     sampled = theory.accuracy(model.readout(phi_test, s.mean_weights.mean(axis=0)), y_test)
     theory_acc = theory.accuracy(
@@ -257,8 +257,8 @@ def test_full_weight_sampler_matches_integrated_sampler():
     phi, y = _four_paths_data(tasks.MarkovTask(tokens=8, features=16), (40,))
     runs = [
         sampling.run_nuts(
-            jax.random.key(9), phi, y, (2, 2), 10, T_RIDGE, integrate_v0=iv, warmup=150,
-            samples=150, chains=1, blocks=1,
+            jax.random.key(9), phi, y, (2, 2), 10, T_RIDGE, integrate_v0=iv, warmup=100,
+            samples=100, chains=1, blocks=1,
         )
         for iv in (True, False)
     ]

@@ -41,6 +41,11 @@ from workflow_lib.potts.model import energy
 Array = jax.Array
 F32 = jnp.float32
 log = logging.getLogger("workflow_lib.gibbs")
+# The workflow's jobs compile with XLA:CPU's fusion emitters off (``workflow_lib.__main__``:
+# faster compilation of the short programs); the sweep kernels, the one hot loop, keep them on
+# (about 1.5x the updates/s in batches, ``benchmarks/bench_gibbs.py``). Ignored off the CPU.
+KERNEL_COMPILER_OPTIONS = {"xla_cpu_use_fusion_emitters": True}
+kernel_jit = partial(jax.jit, compiler_options=KERNEL_COMPILER_OPTIONS)
 
 
 def inverse_cdf_draw(logits: Array, u: Array) -> Array:
@@ -243,7 +248,7 @@ def _monitored(s: Array, n_monitor: int) -> Array:
     return s[:, : k * n_monitor].reshape(L, n_monitor, k)[:, :, 0].T
 
 
-@partial(jax.jit, static_argnames=("n_sweeps", "n_monitor"))
+@partial(kernel_jit, static_argnames=("n_sweeps", "n_monitor"))
 def _chains_block(key, J, U, beta, state, t0, *, n_sweeps: int, n_monitor: int):
     L, B = state.shape
     Jf, Uf = J.astype(F32), U.astype(F32)
@@ -299,7 +304,7 @@ def _per_chain(keys: Array, J: Array, U: Array, beta: Array) -> tuple[tuple, Cal
     return (bJ, Ucols, offset), uniforms
 
 
-@partial(jax.jit, static_argnames="n_sweeps")
+@partial(kernel_jit, static_argnames="n_sweeps")
 def _single_burn(key, J, U, beta, *, n_sweeps: int):
     """Random starts and burn-in: ``(run keys (R,), state (R, L), energy trace (R, n_sweeps))``."""
     L, C = J.shape[1], U.shape[1]
@@ -314,7 +319,7 @@ def _single_burn(key, J, U, beta, *, n_sweeps: int):
     return k_run, final.T, trace.T
 
 
-@partial(jax.jit, static_argnames=("n_save", "sweeps_between"))
+@partial(kernel_jit, static_argnames=("n_save", "sweeps_between"))
 def _single_save(keys, J, U, beta, state, t0, *, n_save: int, sweeps_between: int):
     model, uniforms = _per_chain(keys, J, U, beta)
 

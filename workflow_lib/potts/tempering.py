@@ -94,7 +94,7 @@ def _model(J: Array, U: Array, betas: Array) -> tuple[Array, Array, Array]:
     return Jf, U.astype(F32), bJ
 
 
-@partial(jax.jit, static_argnames="n_sweeps")
+@partial(gibbs.kernel_jit, static_argnames="n_sweeps")
 def _burn(keys: Array, J: Array, U: Array, betas: Array, *, n_sweeps: int):
     """Random starts and burn-in: ``(carry, rung-0 energy (K, n_sweeps))``."""
     K, R = betas.shape
@@ -114,7 +114,7 @@ def _burn(keys: Array, J: Array, U: Array, betas: Array, *, n_sweeps: int):
     return carry, trace.T
 
 
-@partial(jax.jit, static_argnames=("n_save", "sweeps_between"))
+@partial(gibbs.kernel_jit, static_argnames=("n_save", "sweeps_between"))
 def _save(keys, J, U, betas, carry, t0, *, n_save: int, sweeps_between: int):
     K, R = betas.shape
     L = J.shape[0]
