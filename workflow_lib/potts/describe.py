@@ -26,10 +26,14 @@ def describe_sampling(path: str) -> str:
             lines.append(f"    tuning round {r + 1}: estimate {e:.4f}; beta:Hamming {pts}")
     if a["beta_tuned"]:
         lines.append(f"    tuning: {a['tuning_seconds']:.1f} s")
-    seconds = a.get("attempt_seconds", np.full(len(art["attempts/beta"]), np.nan))
-    for i, (b, h, t) in enumerate(zip(art["attempts/beta"], art["attempts/hamming"], seconds,
-                                      strict=True)):
-        lines.append(f"    attempt {i + 1}: beta {b:.4f} -> data set Hamming {h:.4f} ({t:.1f} s)")
+    n = len(art["attempts/beta"])
+    seconds = a.get("attempt_seconds", np.full(n, np.nan))
+    rounds = art["attempts/round"] if "attempts/round" in art.data else np.arange(n)
+    for i, (b, h, t, r) in enumerate(zip(art["attempts/beta"], art["attempts/hamming"], seconds,
+                                         rounds, strict=True)):
+        kept = " (kept)" if b == a["beta"] and h == a["mean_hamming"] else ""
+        lines.append(f"    attempt {i + 1} (round {r + 1}): beta {b:.4f} -> data set Hamming "
+                     f"{h:.4f} ({t:.1f} s){kept}")
     lines.append(f"    distinct sequences: train {a['n_distinct_train']}, test "
                  f"{a['n_distinct_test']}; test in train: {a['test_in_train_fraction']:.3f}")
     if "tempering/swap_acceptance" in art.data:

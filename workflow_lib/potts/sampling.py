@@ -11,15 +11,17 @@ isotonic fit, and beta is interpolated (in log beta) where that fit crosses the 
 round's grid is centred on the estimate and spans 1.5x the current bracket, so a bracket that
 noise put on the wrong side is corrected (re-bracketing).
 
-Verification: the data set's own mean Hamming distance is measured after sampling. When it misses
-the target by more than ``beta_tuning.tolerance``, beta is corrected by a Newton step from the
-measured value (slope d Hamming / d log beta: the secant of the last two attempts, else the pilot
-points), or, once the attempts bracket the target, interpolated where the isotonic fit of all
-attempts crosses it, and the data set is resampled with fresh random numbers, at most
-``beta_tuning.resamples`` times; a final miss raises ``TuningError``. (Fresh numbers, not common
-ones: in the glassy regime a single chain's distance jumps with the valleys it visits — on the
-quick preset by 0.09 for a 0.4 % change of beta with the same numbers — so attempts are treated
-as noisy draws and pooled.)
+Verification: production runs in rounds of ``beta_tuning.candidates`` full-length runs batched in
+one call, at betas log-spaced around the estimate (neighbours one ``tolerance`` apart in the
+expected distance) and each with its own random numbers. Every data set's own mean Hamming
+distance is measured; the one closest to the target is kept when it is within ``tolerance``.
+Otherwise the next round is centred where the isotonic fit of all attempts crosses the target
+once they bracket it, else a Newton step in log beta from the closest attempt (slope: the secant
+of the last two attempts, else the pilot points), at most ``beta_tuning.resamples`` more rounds; a
+final miss raises ``TuningError``. (Why rounds of fresh draws: in the glassy regime a single
+chain's distance depends on the valleys it visits over its whole span, which pilots do not see,
+and jumps with the random numbers at fixed beta; on the paper's L = C = 20 between about 0.27 and
+0.55. The candidates are draws of that spread near the right beta; all are recorded.)
 """
 
 from __future__ import annotations
@@ -227,11 +229,20 @@ def corrected_beta(beta: float, measured: float, target: float, slope: float) ->
 @dataclass(frozen=True)
 class Attempt:
     """One production sample: its ``beta``, the data set's measured ``hamming``, wall time in
-    ``seconds``."""
+    ``seconds`` (its share of the batched call), and the ``round`` of candidates it belongs to."""
 
     beta: float
     hamming: float
     seconds: float
+    round: int = 0
+
+
+def candidate_betas(center: float, slope: float, tolerance: float, k: int) -> np.ndarray:
+    """``k`` betas around ``center``, log-spaced so that neighbours differ by ``tolerance`` in
+    the expected distance (``slope``: d Hamming / d log beta), the whole spread within
+    ``MAX_LOG_STEP`` either side: ``(k,)``, ``center`` itself when ``k == 1``."""
+    step = min(tolerance / abs(slope), 2 * MAX_LOG_STEP / max(k - 1, 1))
+    return center * np.exp(step * (np.arange(k) - (k - 1) / 2))
 
 
 # ------------------------------------------------------------------ data sets
@@ -239,7 +250,7 @@ class Attempt:
 
 @dataclass(frozen=True)
 class Dataset:
-    """Train/test sequences and diagnostics of one realisation.
+    """Train/test sequences, sampled at ``beta``, and diagnostics of one realisation.
 
     ``train: (n_train, L)``, ``test: (n_test, L)`` int; ``saved_energy: (n_save,)`` in chain
     order and ``energy_acf: (min(n_save, 200),)`` its autocorrelation (lags in saves);
@@ -248,6 +259,7 @@ class Dataset:
     test sequence also occurs in the training set; ``extra``: protocol diagnostics.
     """
 
+    beta: float
     train: np.ndarray
     test: np.ndarray
     saved_energy: np.ndarray
@@ -272,48 +284,55 @@ def overlap(train: np.ndarray, test: np.ndarray) -> tuple[int, int, np.ndarray]:
     return len(seen), len(set(rows)), np.array([r in seen for r in rows], dtype=bool)
 
 
-def draw_dataset(
-    key: jax.Array, J: np.ndarray, U: np.ndarray, beta: float, cfg: dict,
-) -> Dataset:
-    """Sample ``n_train + n_test`` configurations with the ``sampling`` config ``cfg`` and split
-    them at random (a permutation from ``key``) into train and test."""
-    k_run, k_split = jax.random.split(key)
+def draw_datasets(
+    keys: list[jax.Array], J: np.ndarray, U: np.ndarray, betas: np.ndarray, cfg: dict,
+) -> list[Dataset]:
+    """One data set per ``(keys[k], betas[k])``, all runs in one batched call: sample
+    ``n_train + n_test`` configurations with the ``sampling`` config ``cfg`` and split them at
+    random (a permutation from the key) into train and test."""
+    pairs = [jax.random.split(k) for k in keys]
     n = cfg["n_train"] + cfg["n_test"]
-    run = run_protocol(k_run[None], J, U, np.array([beta]), cfg, n_save=n, blocks=cfg["blocks"])
-    saved, trace = run.saved[0], run.burn_in_energy[0]
-    saved_energy = np.asarray(model.energy(jnp.asarray(saved), jnp.asarray(J), jnp.asarray(U)))
-    position = np.asarray(jax.random.permutation(k_split, n))
-    train, test = saved[position[: cfg["n_train"]]], saved[position[cfg["n_train"] :]]
-    n_train_distinct, n_test_distinct, in_train = overlap(train, test)
-    half = trace[trace.shape[0] // 2 :]
-    tau = diagnostics.integrated_autocorr_time(half) if half.shape[0] > 2 else float("nan")
-    return Dataset(
-        train=train,
-        test=test,
-        saved_energy=saved_energy,
-        energy_acf=diagnostics.autocorrelation(saved_energy)[:200],
-        burn_in_energy=trace,
-        position=position,
-        test_in_train=in_train,
-        n_distinct_train=n_train_distinct,
-        n_distinct_test=n_test_distinct,
-        tau_int_sweeps=tau,
-        ess=diagnostics.effective_sample_size(saved_energy) if n > 2 else float(n),
-        mean_hamming=model.mean_pairwise_hamming(saved),
-        optimal_test_loss=float(model.optimal_loss(jnp.asarray(test), J, U, beta)),
-        extra={k: v[0] for k, v in run.extra.items()},
-    )
+    run = run_protocol(jnp.stack([k_run for k_run, _ in pairs]), J, U, np.asarray(betas), cfg,
+                       n_save=n, blocks=cfg["blocks"])
+    out = []
+    for i, ((_, k_split), beta) in enumerate(zip(pairs, np.atleast_1d(betas), strict=True)):
+        saved, trace = run.saved[i], run.burn_in_energy[i]
+        saved_energy = np.asarray(model.energy(jnp.asarray(saved), jnp.asarray(J),
+                                               jnp.asarray(U)))
+        position = np.asarray(jax.random.permutation(k_split, n))
+        train, test = saved[position[: cfg["n_train"]]], saved[position[cfg["n_train"] :]]
+        n_train_distinct, n_test_distinct, in_train = overlap(train, test)
+        half = trace[trace.shape[0] // 2 :]
+        tau = diagnostics.integrated_autocorr_time(half) if half.shape[0] > 2 else float("nan")
+        out.append(Dataset(
+            beta=float(beta),
+            train=train,
+            test=test,
+            saved_energy=saved_energy,
+            energy_acf=diagnostics.autocorrelation(saved_energy)[:200],
+            burn_in_energy=trace,
+            position=position,
+            test_in_train=in_train,
+            n_distinct_train=n_train_distinct,
+            n_distinct_test=n_test_distinct,
+            tau_int_sweeps=tau,
+            ess=diagnostics.effective_sample_size(saved_energy) if n > 2 else float(n),
+            mean_hamming=model.mean_pairwise_hamming(saved),
+            optimal_test_loss=float(model.optimal_loss(jnp.asarray(test), J, U, float(beta))),
+            extra={k: v[i] for k, v in run.extra.items()},
+        ))
+    return out
 
 
 def next_beta(tuning: Tuning, attempts: list[Attempt], target: float) -> float:
-    """The beta of the next production attempt: interpolated where the attempts' own distances
-    cross the target once they bracket it, else a Newton step from the last attempt."""
+    """The centre of the next production round: interpolated where the attempts' own distances
+    cross the target once they bracket it, else a Newton step from the attempt closest to it."""
     found = crossing(np.array([t.beta for t in attempts]),
                      np.array([t.hamming for t in attempts]), target)
     if found is not None:
         return found[0]
-    last = attempts[-1]
-    return corrected_beta(last.beta, last.hamming, target, dhamming_dlogbeta(tuning, attempts))
+    best = min(attempts, key=lambda t: abs(t.hamming - target))
+    return corrected_beta(best.beta, best.hamming, target, dhamming_dlogbeta(tuning, attempts))
 
 
 def sample_to_target(
@@ -323,31 +342,42 @@ def sample_to_target(
     """The sample stage's science: a data set at ``beta``, or, when ``beta`` is None, at a tuned
     beta whose data set is verified to hit the target (see module doc).
 
-    Returns ``(data, tuning or None, every production attempt)``; raises ``TuningError`` when
-    the last allowed attempt still misses ``target_hamming`` by more than ``tolerance``.
+    Each production round runs ``beta_tuning.candidates`` full-length runs at once, at betas
+    spread around the estimate (``candidate_betas``) and with their own random numbers; the data
+    set is the one closest to the target when it is within ``tolerance``. Returns ``(data,
+    tuning or None, every production attempt)``; raises ``TuningError`` when no attempt of the
+    last allowed round is within ``tolerance`` of ``target_hamming``.
     """
     if beta is not None:
         start = time.perf_counter()
-        data = draw_dataset(key, J, U, beta, sampling_cfg)
+        (data,) = draw_datasets([key], J, U, np.array([beta]), sampling_cfg)
         return data, None, [Attempt(beta, data.mean_hamming, time.perf_counter() - start)]
-    target, tol = tuning_cfg["target_hamming"], tuning_cfg["tolerance"]
+    target, tol, k = (tuning_cfg[n] for n in ("target_hamming", "tolerance", "candidates"))
     tuning = tune_beta(jax.random.fold_in(key, 1 << 20), J, U, sampling_cfg, tuning_cfg)
-    beta, attempts = tuning.beta, []
+    center, attempts = tuning.beta, []
     for a in range(tuning_cfg["resamples"] + 1):
+        betas = (np.array([center]) if k == 1
+                 else candidate_betas(center, dhamming_dlogbeta(tuning, []), tol, k))
+        keys = [key if i == 0 else jax.random.fold_in(key, i) for i in range(a * k, a * k + k)]
         start = time.perf_counter()
-        data = draw_dataset(key if a == 0 else jax.random.fold_in(key, a), J, U, beta,
-                            sampling_cfg)
-        attempts.append(Attempt(beta, data.mean_hamming, time.perf_counter() - start))
-        miss = data.mean_hamming - target
-        log.info("attempt %d: beta %.4f -> data set Hamming %.4f (target %.3f +- %.3f)", a + 1,
-                 beta, data.mean_hamming, target, tol)
-        if abs(miss) <= tol:
-            return data, tuning, attempts
+        sets = draw_datasets(keys, J, U, betas, sampling_cfg)
+        seconds = (time.perf_counter() - start) / k
+        attempts += [Attempt(d.beta, d.mean_hamming, seconds, a) for d in sets]
+        best = min(sets, key=lambda d: abs(d.mean_hamming - target))
+        log.info("round %d: beta %s -> data set Hamming %s (target %.3f +- %.3f)", a + 1,
+                 np.array2string(betas, precision=4),
+                 np.array2string(np.array([d.mean_hamming for d in sets]), precision=4),
+                 target, tol)
+        if abs(best.mean_hamming - target) <= tol:
+            return best, tuning, attempts
         if a < tuning_cfg["resamples"]:
-            beta = next_beta(tuning, attempts, target)
+            center = next_beta(tuning, attempts, target)
+    closest = min(attempts, key=lambda t: abs(t.hamming - target))
+    lo, hi = min(t.beta for t in attempts), max(t.beta for t in attempts)
     raise TuningError(
-        f"data set mean Hamming distance {data.mean_hamming:.4f} misses the target {target} by "
-        f"{miss:+.4f} (tolerance {tol}) after {len(attempts)} attempt(s) at beta "
-        + ", ".join(f"{t.beta:.4f}" for t in attempts)
-        + "; raise beta_tuning.resamples, beta_tuning.tolerance or beta_tuning.pilot_samples"
+        f"no data set within {tol} of the target mean Hamming distance {target} after "
+        f"{len(attempts)} attempt(s) in {a + 1} round(s) at beta {lo:.4f}..{hi:.4f} "
+        f"(closest: beta {closest.beta:.4f} -> "
+        f"{closest.hamming:.4f}, {closest.hamming - target:+.4f}); raise "
+        "beta_tuning.candidates, beta_tuning.resamples or beta_tuning.tolerance"
     )

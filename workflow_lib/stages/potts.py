@@ -33,7 +33,8 @@ def sample(job: Job) -> None:
     Datasets: ``train: (n_train, L) uint8``, ``test: (n_test, L) uint8``, ``J``, ``U``,
     ``saved_energy: (n_train + n_test,)``, ``energy_acf``, ``burn_in_energy: (burn_in,
     n_monitor)``, ``split_position``, ``test_in_train: (n_test,)``; ``attempts/beta``,
-    ``attempts/hamming: (A,)`` every production sample (wall times: attr ``attempt_seconds``);
+    ``attempts/hamming``, ``attempts/round: (A,)`` every production sample (wall times: attr
+    ``attempt_seconds``; the kept one: attr ``beta``);
     when tuned, ``tuning/betas``, ``tuning/hamming``, ``tuning/hamming_sem: (rounds, K)`` and
     ``tuning/estimate: (rounds,)``;
     for parallel tempering ``tempering/ladder: (R,)``, ``tempering/swap_acceptance: (R-1,)``.
@@ -49,10 +50,11 @@ def sample(job: Job) -> None:
         )
     except sampling.TuningError as exc:
         raise StageError(f"sample r{p['realisation']}: {exc}") from None
-    beta = attempts[-1].beta
+    beta = data.beta
     extra: dict[str, np.ndarray] = {
         "attempts/beta": np.array([a.beta for a in attempts]),
         "attempts/hamming": np.array([a.hamming for a in attempts]),
+        "attempts/round": np.array([a.round for a in attempts]),
     }
     if tuning is not None:
         extra |= {"tuning/betas": tuning.betas, "tuning/hamming": tuning.hamming,
