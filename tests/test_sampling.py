@@ -94,6 +94,20 @@ def test_newton_correction_and_slope():
     assert sampling.dhamming_dlogbeta(tuning, rising) == pytest.approx(-0.2)
 
 
+def test_next_round_steps_from_the_closest_candidate_with_a_slope_across_rounds():
+    """Candidates of one round at (nearly) one beta give no secant: the step takes the pilot
+    slope, from the attempt closest to the target."""
+    grid = np.geomspace(0.5, 2.0, 5)
+    tuning = sampling.Tuning(1.0, grid[None], 0.3 - 0.2 * np.log(grid)[None],
+                             np.zeros((1, 5)), np.ones(1), 0.0)
+    one_round = [sampling.Attempt(1.0, 0.45, 0.0, 0), sampling.Attempt(1.0 + 1e-9, 0.40, 0.0, 0)]
+    assert sampling.next_beta(tuning, one_round, 0.35) == pytest.approx(np.exp(0.25))
+    two_rounds = [*one_round, sampling.Attempt(np.e, 0.37, 0.0, 1),
+                  sampling.Attempt(np.e**2, 0.6, 0.0, 1)]  # secant of the rounds' best: -0.03
+    assert sampling.next_beta(tuning, two_rounds, 0.35) == pytest.approx(
+        np.exp(1 + sampling.MAX_LOG_STEP))
+
+
 def test_overlap_counts_distinct_and_shared_sequences():
     train = np.array([[0, 1], [0, 1], [1, 1]])
     test = np.array([[0, 1], [2, 2], [2, 2], [1, 1]])

@@ -200,9 +200,11 @@ def tune_beta(
 
 def dhamming_dlogbeta(tuning: Tuning, attempts: list[Attempt]) -> float:
     """Slope of the mean Hamming distance in log beta near the estimate: the secant of the last
-    two production attempts when they give a decreasing one, else a least-squares line through
-    the pilot points within ``MAX_LOG_STEP`` of the estimate, else through all pilot points."""
-    if len(attempts) >= 2 and attempts[-1].beta != attempts[-2].beta:
+    two production attempts (in rounds of candidates: the closest to the target of each of the
+    last two rounds, ``next_beta``) when they are apart in beta and give a decreasing one, else a
+    least-squares line through the pilot points within ``MAX_LOG_STEP`` of the estimate, else
+    through all pilot points."""
+    if len(attempts) >= 2 and abs(np.log(attempts[-1].beta / attempts[-2].beta)) > 1e-3:
         a, b = attempts[-2], attempts[-1]
         secant = (b.hamming - a.hamming) / np.log(b.beta / a.beta)
         if secant < 0:
@@ -331,8 +333,13 @@ def next_beta(tuning: Tuning, attempts: list[Attempt], target: float) -> float:
                      np.array([t.hamming for t in attempts]), target)
     if found is not None:
         return found[0]
-    best = min(attempts, key=lambda t: abs(t.hamming - target))
-    return corrected_beta(best.beta, best.hamming, target, dhamming_dlogbeta(tuning, attempts))
+    def closest(ts: list[Attempt]) -> Attempt:
+        return min(ts, key=lambda t: abs(t.hamming - target))
+
+    rounds = [closest([t for t in attempts if t.round == r]) for r in
+              sorted({t.round for t in attempts})]
+    best = closest(attempts)
+    return corrected_beta(best.beta, best.hamming, target, dhamming_dlogbeta(tuning, rounds))
 
 
 def sample_to_target(
