@@ -333,6 +333,7 @@ def next_beta(tuning: Tuning, attempts: list[Attempt], target: float) -> float:
                      np.array([t.hamming for t in attempts]), target)
     if found is not None:
         return found[0]
+
     def closest(ts: list[Attempt]) -> Attempt:
         return min(ts, key=lambda t: abs(t.hamming - target))
 
@@ -362,9 +363,9 @@ def sample_to_target(
     target, tol, k = (tuning_cfg[n] for n in ("target_hamming", "tolerance", "candidates"))
     tuning = tune_beta(jax.random.fold_in(key, 1 << 20), J, U, sampling_cfg, tuning_cfg)
     center, attempts = tuning.beta, []
+    pilot_slope = dhamming_dlogbeta(tuning, []) if k > 1 else None  # spacing of the candidates
     for a in range(tuning_cfg["resamples"] + 1):
-        betas = (np.array([center]) if k == 1
-                 else candidate_betas(center, dhamming_dlogbeta(tuning, []), tol, k))
+        betas = np.array([center]) if k == 1 else candidate_betas(center, pilot_slope, tol, k)
         keys = [key if i == 0 else jax.random.fold_in(key, i) for i in range(a * k, a * k + k)]
         start = time.perf_counter()
         sets = draw_datasets(keys, J, U, betas, sampling_cfg)
