@@ -5,7 +5,7 @@ import sys
 
 from snakemake.io import strip_wildcard_constraints
 
-from workflow_lib.architectures import FIG2B, interpolated, wildcard_pattern
+from workflow_lib.architectures import FIG2B, PLM_KINDS, interpolated, wildcard_pattern
 from workflow_lib.code_digest import stage_digest
 from workflow_lib.config import ConfigError, load_config
 from workflow_lib.stages import STAGES

@@ -32,7 +32,7 @@ rule plm:
     output:
         fit=f"{RESULTS}/plm/{{kind}}/r{{r}}.h5",
     wildcard_constraints:
-        kind=r"factored|full",
+        kind="|".join(PLM_KINDS),
     params:
         job=job(lambda wc: realisation_params(wc, kind=wc.kind, plm=CFG["plm"])),
     threads: THREADS

@@ -96,3 +96,14 @@ def test_figure_panels_render():
     fig = figures.fig3_right_sample_complexity(curve, peak_table)
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     assert "largest mean at M/L = 1 (not resolved)" in labels
+
+
+def test_excess_over_the_data_sets_floor():
+    """Each run is compared with its own realisation's factored_from_truth fit; no fit, NaN."""
+    plm = pd.DataFrame({"kind": ["factored_from_truth", "full", "factored_from_truth"],
+                        "realisation": [0, 0, 1], "test_loss": [0.2, 0.3, 0.4]})
+    final = pd.DataFrame({"realisation": [0, 1, 2], "test_loss": [0.21, 0.4, 0.5]})
+    out = aggregate.with_floor(final, plm)
+    np.testing.assert_allclose(out["floor_loss"], [0.2, 0.4, np.nan])
+    np.testing.assert_allclose(out["excess_over_floor"], [0.05, 0.0, np.nan], atol=1e-12)
+    assert aggregate.with_floor(final, plm.iloc[:0])["floor_loss"].isna().all()

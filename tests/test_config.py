@@ -58,9 +58,10 @@ def test_digest_is_order_independent():
 
 def test_schema_defaults_are_the_code_defaults():
     """Code defaults are read from the schema (``schema_default``), never a second copy."""
+    from workflow_lib.architectures import PLM_KINDS
     from workflow_lib.config import schema_default
     from workflow_lib.mlm.models import ArchSpec
-    from workflow_lib.mlm.plm import PLM_KINDS, plm_defaults
+    from workflow_lib.mlm.plm import family, plm_config
     from workflow_lib.mlm.train import TRAIN_DEFAULTS
     from workflow_lib.paths.tasks import MarkovTask
 
@@ -68,9 +69,9 @@ def test_schema_defaults_are_the_code_defaults():
     assert TRAIN_DEFAULTS == {k: filled["training"][k] for k in TRAIN_DEFAULTS}
     assert ArchSpec("factored", 3, 3).init_scale == filled["training"]["init_scale"]
     for kind in PLM_KINDS:
-        d = plm_defaults(kind)
-        assert (d["max_iter"], d["restarts"], d["l2"]) == (
-            filled["plm"]["max_iter"], filled["plm"]["restarts"], filled["plm"][f"l2_{kind}"])
+        d = plm_config(kind, {})
+        assert (d["max_iter"], d["restarts"], d["l2"]) == (filled["plm"]["max_iter"],
+            filled["plm"]["restarts"], filled["plm"][f"l2_{family(kind)}"])  # fmt: skip
     assert MarkovTask().tokens == filled["paths"]["tokens"] == schema_default("paths.tokens")
     with pytest.raises(KeyError, match="no default"):
         schema_default("training.no_such_key")

@@ -13,7 +13,12 @@ from workflow_lib.analysis import aggregate
 from workflow_lib.artefacts import MLM_TRAIN, POTTS_SAMPLES, read_artefact, write_artefact
 from workflow_lib.config import schema_defaults
 from workflow_lib.mlm import models, overlap, plm, train
-from workflow_lib.potts.model import exact_distribution, random_colour_couplings, random_couplings
+from workflow_lib.potts.model import (
+    exact_distribution,
+    optimal_loss,
+    random_colour_couplings,
+    random_couplings,
+)
 from workflow_lib.stages import Job
 from workflow_lib.stages import mlm as stages_mlm
 
@@ -199,6 +204,12 @@ def test_factored_training_reaches_optimum_and_agrees_with_plm(potts):
     # 4 restarts: with the schema's 2, both starts end in a local minimum here (r = 0.92)
     fit = plm.fit_plm("factored", {"restarts": 4}, train_seqs, test_seqs, J, U, BETA, key)
     full = plm.fit_plm("full", {"l2": 1e-3}, train_seqs, test_seqs, J, U, BETA, key)
+    floor = plm.fit_plm("factored_from_truth", {}, train_seqs, test_seqs, J, U, BETA, key)
+    # the floor fit descends from the truth; on these well-sampled data the random starts reach
+    # the same minimum
+    assert floor.metrics["train_loss"] <= float(optimal_loss(train_seqs, J, U, BETA))
+    np.testing.assert_allclose(fit.metrics["train_loss"], floor.metrics["train_loss"], rtol=1e-4)
+    assert floor.metrics["converged"] and floor.metrics["iterations"] < fit.metrics["iterations"]
     optimum = adam.optimal_loss
     assert 0.8 < optimum < 0.98 * np.log(C)  # informative data
     for res in (adam, sgd, fit, full):

@@ -1,6 +1,6 @@
-"""Architecture names, in one place: the trainable ones (the schema's enum of
-``training.architectures``), the interpolated family ``interp-a<a>`` (Fig. 2d) and the order of
-Fig. 2b's panels."""
+"""Model names, in one place: the trainable architectures (the schema's enum of
+``training.architectures``), the interpolated family ``interp-a<a>`` (Fig. 2d), the order of
+Fig. 2b's panels and the pseudo-likelihood fits (the schema's enum of ``plm.kinds``)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ from workflow_lib.config import load_schema
 
 _TRAINING = load_schema()["properties"]["training"]["properties"]
 ARCHITECTURES: tuple[str, ...] = tuple(_TRAINING["architectures"]["items"]["enum"])
+PLM_KINDS: tuple[str, ...] = tuple(load_schema()["properties"]["plm"]["properties"]["kinds"]
+                                   ["items"]["enum"])  # fmt: skip
 INTERPOLATED = "interp-a"  # + the mixing a, e.g. interp-a0.2
 FIG2B = ("vanilla1", "vanilla3", "factored")  # Fig. 2b: J, then these maps left to right
 

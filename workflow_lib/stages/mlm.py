@@ -17,7 +17,7 @@ from workflow_lib.artefacts import (
 )
 from workflow_lib.keys import stage_key
 from workflow_lib.mlm.overlap import in_training_set
-from workflow_lib.mlm.plm import fit_plm
+from workflow_lib.mlm.plm import fit_plm, plm_config
 from workflow_lib.mlm.train import CONVERGENCE, train_mlm
 from workflow_lib.stages import Job
 
@@ -65,15 +65,14 @@ def train(job: Job) -> None:
 
 
 def plm(job: Job) -> None:
-    """Pseudo-likelihood fit (``params['kind']``: factored or full couplings) on one realisation.
+    """Pseudo-likelihood fit (``params['kind']``, one of ``PLM_KINDS``) on one realisation.
 
     Datasets: ``attention: (L, L)`` after the scale fit, ``params/...``, ``J``.
     """
     p = job.params
     kind = p["kind"]
     train_seqs, test_seqs, J, U, beta = load_samples(job.input["samples"])
-    cfg = {"l2": p["plm"][f"l2_{kind}"],
-           **{k: p["plm"][k] for k in ("max_iter", "grad_tol", "restarts", "init_scale")}}
+    cfg = plm_config(kind, p["plm"])
     key = stage_key(p["seed"], f"plm/{kind}", p["realisation"])
     result = fit_plm(kind, cfg, train_seqs, test_seqs, J, U, beta, key)
     m = result.metrics
