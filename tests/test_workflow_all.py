@@ -22,6 +22,7 @@ def test_default_target_builds_every_figure(tiny_run):
     final = pd.read_csv(tiny_run / "results/tables/training_final.csv")
     assert set(final["arch"]) == {"factored", "vanilla1", "interp-a0", "interp-a1"}
     assert len(final) == 8  # 4 architectures x 2 realisations
+    assert final["floor_loss"].notna().all()  # each realisation's factored_from_truth fit
     summary = pd.read_csv(tiny_run / "results/tables/sample_complexity_summary.csv")
     assert set(summary["M"]) == {2, 10, 50} and set(summary["n"]) == {2}
     pruning = pd.read_csv(tiny_run / "results/omniglot/tables/cumulative_pruning.csv")

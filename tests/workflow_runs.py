@@ -27,7 +27,8 @@ TINY_ALL = {
     **TINY,
     "training": {"architectures": ["factored", "vanilla1"], "interpolation_a": [0.0, 1.0],
                  "epochs": 4, "eval_every": 2, "restarts": 1},
-    "plm": {"max_iter": 50, "restarts": 1},
+    # random-start factored fits run in the sample-complexity stage
+    "plm": {"max_iter": 50, "restarts": 1, "kinds": ["full", "factored_from_truth"]},
     "replica": {"L": 20, "theory_alphas": 20, "sim_alphas": [0.5, 2.0], "realisations": 4,
                 "lambdas": [0.01]},
     "sample_complexity": {**TINY["sample_complexity"], "max_iter": 50, "restarts": 1},
