@@ -43,7 +43,8 @@ def test_peak_resolved_only_beyond_error_bars():
 
 
 def test_warnings_overlap_and_convergence():
-    final = pd.DataFrame({"arch": ["factored", "vanilla1"], "realisation": [0, 0],
+    final = pd.DataFrame({"arch": ["factored", "vanilla1"], "model": ["factored", "transformer"],
+                          "realisation": [0, 0],
                           "test_overlap": [0.97, 0.97], "converged": [True, False],
                           "rel_improvement": [1e-5, 0.02]})
     plm = pd.DataFrame({"kind": ["full"], "realisation": [0], "converged": [False],
@@ -56,6 +57,13 @@ def test_warnings_overlap_and_convergence():
     assert "plm full r0: NOT CONVERGED" in lines[2] and "LNSRCH" in lines[2]
     assert lines[3] == "sample complexity r1: NOT CONVERGED at M = [5]"
     assert len(lines) == 4
+    floor = pd.DataFrame({"kind": ["factored_from_truth"], "realisation": [0], "test_loss": [1.0]})
+    final["test_loss"], plm["test_loss"] = [1.02, 1.5], [1.005]
+    lines = aggregate.warnings(aggregate.with_floor(final, floor), plm.assign(kind="factored")
+                               .pipe(aggregate.with_floor, floor), curve)  # fmt: skip
+    assert lines[-2] == ("train factored r0: test loss 2.0 % above the data set's floor "
+                         "(plm factored_from_truth)")  # vanilla1 is not judged by the floor
+    assert not any("floor" in line for line in lines[:-2])  # plm: 0.5 % is within tolerance
     final["test_overlap"] = 0.3
     final["converged"] = True
     plm["converged"] = True

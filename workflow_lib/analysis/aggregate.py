@@ -26,6 +26,7 @@ TRAIN_FINAL = ("train_loss", "test_loss", "test_loss_heldout", "test_overlap", "
 PLM_FINAL = ("train_loss", "test_loss", "test_loss_heldout", "test_overlap", "recon_error",
              "pearson_r", "iterations", "grad_norm", "grad_tol", "wall_seconds")
 MOSTLY_IN_SAMPLE = 0.5  # warn when more than this fraction of the test set is in the training set
+FLOOR_TOLERANCE = 0.01  # warn when a factored fit ends more than this above the data set's floor
 
 
 def _realisation(attrs: dict) -> int:
@@ -147,7 +148,9 @@ def peak(df: pd.DataFrame, x: str, y: str) -> pd.Series:
 
 def warnings(final: pd.DataFrame, plm: pd.DataFrame, curve: pd.DataFrame) -> list[str]:
     """One line per problem the tables carry: test sets mostly in the training set (more than
-    ``MOSTLY_IN_SAMPLE``), unconverged training runs, PLM fits and sample-complexity points."""
+    ``MOSTLY_IN_SAMPLE``), unconverged training runs, PLM fits and sample-complexity points,
+    and factored fits whose test loss exceeds the data set's floor (``with_floor``) by more than
+    ``FLOOR_TOLERANCE``: a minimum the floor fit shows to be beatable on the same data."""
     lines = []
     overlap = final.groupby("realisation")["test_overlap"].first()
     for r, frac in overlap[overlap > MOSTLY_IN_SAMPLE].items():
@@ -159,6 +162,13 @@ def warnings(final: pd.DataFrame, plm: pd.DataFrame, curve: pd.DataFrame) -> lis
     for _, row in plm[~plm["converged"]].iterrows():
         lines.append(f"plm {row['kind']} r{row['realisation']}: NOT CONVERGED (max |gradient| "
                      f"{row['grad_norm']:.1e} > {row['grad_tol']:.0e}; {row['stop_reason']})")
+    short = pd.concat([final[final["model"] == "factored"].assign(name="train " + final["arch"]),
+                       plm[plm["kind"] == "factored"].assign(name="plm factored")])
+    if "excess_over_floor" in short:
+        for _, row in short[short["excess_over_floor"] > FLOOR_TOLERANCE].iterrows():
+            lines.append(f"{row['name']} r{row['realisation']}: test loss "
+                         f"{100 * row['excess_over_floor']:.1f} % above the data set's floor "
+                         "(plm factored_from_truth)")
     bad = curve[~curve["converged"]]
     for r, rows in bad.groupby("realisation"):
         lines.append(f"sample complexity r{r}: NOT CONVERGED at M = {rows['M'].tolist()}")
