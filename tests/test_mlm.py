@@ -68,6 +68,14 @@ def test_factored_loss_is_pseudo_likelihood():
     couplings = jnp.einsum("ij,ab->ijab", A, V)
     loss_full = models.cross_entropy(plm.coupling_logits(couplings, seqs), seqs)
     np.testing.assert_allclose(float(loss_full), expected, rtol=1e-13)
+    # the PLM objective over the distinct sequences, weighted by their frequencies
+    repeated = jnp.concatenate([seqs, seqs[:3], seqs[:1]])
+    distinct, weights = plm.distinct_with_weights(np.asarray(repeated))
+    assert len(distinct) == 7 and weights.sum() == pytest.approx(1.0)
+    for kind, p in (("factored", params), ("full", {"J": couplings})):
+        np.testing.assert_allclose(
+            float(plm._data_loss(kind, spec, p, jnp.asarray(distinct), jnp.asarray(weights))),
+            float(plm._data_loss(kind, spec, p, repeated)), rtol=1e-13)
     # one masked site per sequence agrees with the all-sites form
     sites = jnp.arange(7) % 5
     logits, rows = models.predict(spec, params, seqs, sites)
