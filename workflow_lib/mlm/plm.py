@@ -8,8 +8,8 @@ minimum is not the truth (the fit moves wherever the sample's accidents lower th
 so a fit from random starts is judged against this floor as well as against the optimal loss.
 
 - ``factored``: ``J_ij(a, b) = A_ij V_ab`` — exactly the factored-attention MLM objective on all
-  sites (``train.full_loss``), penalised by ``l2 (||A||^2 + ||V||^2)`` (``l2_factored``). Non-convex:
-  see the starts below.
+  sites (``train.full_loss``), penalised by ``l2 (||A||^2 + ||V||^2)`` (``l2_factored``).
+  Non-convex: see the starts below.
 - ``full``: unconstrained asymmetric couplings ``J: (L, L, C, C)``, ``J[i, j, a, b] = J_ij(a, b)``
   (diagonal blocks held at 0), conditional ``P(s_i = a | rest) ∝ exp(sum_{j != i} J_ij(a, s_j))``.
   As in plmDCA the penalty is per site on the per-sample averaged loss,
