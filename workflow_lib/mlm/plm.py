@@ -54,13 +54,12 @@ from workflow_lib.config import schema_defaults
 from workflow_lib.mlm.models import (
     ArchSpec,
     Params,
-    cross_entropy,
     flatten_params,
     init,
     predict_all_sites,
 )
 from workflow_lib.mlm.overlap import in_training_set
-from workflow_lib.mlm.train import full_loss, reconstruction, sq_norm
+from workflow_lib.mlm.train import reconstruction, sq_norm
 from workflow_lib.potts.model import optimal_loss
 
 Array = jax.Array
@@ -116,14 +115,11 @@ def _data_loss(kind: str, spec: ArchSpec, params: Params, seqs: Array,
                weights: Array | None = None) -> Array:  # fmt: skip
     """Negative pseudo-log-likelihood per site (the MLM loss on all sites), averaged over
     ``seqs: (M, L)`` or, with ``weights: (M,)`` summing to one, their weighted mean."""
-    if weights is None:
-        if kind == "factored":
-            return full_loss(spec, params, seqs)
-        return cross_entropy(coupling_logits(params["J"], seqs), seqs)
     logits = (predict_all_sites(spec, params, seqs)[0] if kind == "factored"
               else coupling_logits(params["J"], seqs))  # fmt: skip
     logp = jnp.take_along_axis(jax.nn.log_softmax(logits, axis=-1), seqs[..., None], axis=-1)
-    return -jnp.sum(weights * jnp.mean(logp[..., 0], axis=-1))
+    per_seq = -jnp.mean(logp[..., 0], axis=-1)
+    return jnp.mean(per_seq) if weights is None else jnp.sum(weights * per_seq)
 
 
 def distinct_with_weights(seqs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
