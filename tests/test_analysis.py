@@ -87,6 +87,10 @@ def test_figure_panels_render():
     fig = figures.fig2a_test_loss(history)
     assert fig.axes[0].get_ylabel() == "test loss (nats)"
     assert len(fig.axes[0].lines) == 4  # three architectures + the optimal loss
+    floor = pd.DataFrame({"kind": "factored_from_truth", "realisation": [0, 1],
+                          "test_loss": [0.4, 0.5]})
+    ax = figures.fig2a_test_loss(aggregate.with_floor(history, floor)).axes[0]
+    assert ax.lines[-1].get_ydata()[0] == 0.4  # realisation 0's floor
     assert figures.fig2c_reconstruction(history).axes[0].get_xlabel() == "epoch"
     final = pd.DataFrame({"model": "interpolated", "a": [0.0, 0.0, 0.5, 0.5],
                           "realisation": [0, 1, 0, 1], "test_loss": [0.3, 0.31, 0.5, 0.52],
@@ -95,6 +99,10 @@ def test_figure_panels_render():
     assert ax.get_xlabel() == "perturbation level a"
     ydata = np.asarray(ax.lines[0].get_ydata(), dtype=float)
     np.testing.assert_allclose(ydata, [0.015, 0.22])  # paired differences
+    ax = figures.fig2d_interpolation(aggregate.with_floor(final, floor)).axes[0]
+    np.testing.assert_allclose(ax.lines[-1].get_ydata()[0], 0.16)  # mean of 0.11 and 0.21
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert f"{figures.FLOOR_LABEL}, n = 2" in labels
     J = np.random.default_rng(0).normal(size=(5, 5))
     fig = figures.fig2b_attention_maps(J, {"factored": J, "vanilla1": np.abs(J)})
     assert len(fig.axes) == 6  # three maps, each with its colour bar

@@ -76,9 +76,10 @@ def plm_table(paths: Iterable[str]) -> pd.DataFrame:
 
 
 def with_floor(df: pd.DataFrame, plm: pd.DataFrame) -> pd.DataFrame:
-    """``df`` (one row per run, with ``realisation`` and ``test_loss``) plus ``floor_loss``, the
-    test loss of the realisation's ``factored_from_truth`` fit (the data set's own floor; NaN
-    without that fit), and ``excess_over_floor`` = test_loss / floor_loss - 1."""
+    """``df`` (one row per run, or per run and epoch, with ``realisation`` and ``test_loss``) plus
+    ``floor_loss``, the test loss of the realisation's ``factored_from_truth`` fit (the data
+    set's own floor; NaN without that fit), and ``excess_over_floor`` = test_loss / floor_loss -
+    1."""
     floor = plm[plm["kind"] == "factored_from_truth"].set_index("realisation")["test_loss"]
     df = df.assign(floor_loss=df["realisation"].map(floor).astype(float))
     return df.assign(excess_over_floor=df["test_loss"] / df["floor_loss"] - 1)
@@ -201,7 +202,8 @@ def build_tables(train: Iterable[str], plm: Iterable[str], sample_complexity: It
     """Every table of the Potts paper, by name, from the artefact paths of each stage."""
     history, final = training_tables(train)
     plm_fits = plm_table(plm)
-    final, plm_fits = with_floor(final, plm_fits), with_floor(plm_fits, plm_fits)
+    history, final = with_floor(history, plm_fits), with_floor(final, plm_fits)
+    plm_fits = with_floor(plm_fits, plm_fits)
     sc = sample_complexity_table(sample_complexity)
     sc_peak = peak(sc, "M", "test_loss").to_frame().T
     sc_peak["alpha"] = sc_peak["M"] / sc["M"].iloc[0] * sc["alpha"].iloc[0]

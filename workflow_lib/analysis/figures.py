@@ -29,14 +29,30 @@ def _main_archs(df: pd.DataFrame) -> list[str]:
     return [a for a in ARCH_LABELS if a in set(df["arch"])]
 
 
+FLOOR_LABEL = "data set's floor (PLM from the truth)"
+
+
+def _floor_excess(runs: pd.DataFrame) -> pd.Series:
+    """Per realisation, the data set's floor minus the optimal loss (``aggregate.with_floor``);
+    empty without floor fits."""
+    if "floor_loss" not in runs:
+        return pd.Series(dtype=float)
+    per_r = runs.groupby("realisation")[["floor_loss", "optimal_loss"]].first().dropna()
+    return per_r["floor_loss"] - per_r["optimal_loss"]
+
+
 def fig2a_test_loss(history: pd.DataFrame, realisation: int = 0) -> plt.Figure:
-    """Test loss vs epoch per architecture on one realisation; optimal loss dashed."""
+    """Test loss vs epoch per architecture on one realisation; optimal loss dashed, the data
+    set's floor dotted (when the table has one)."""
     fig, ax = plt.subplots(figsize=(4.5, 3.4), constrained_layout=True)
     runs = history[history["realisation"] == realisation]
     for arch in _main_archs(runs):
         h = runs[runs["arch"] == arch]
         ax.plot(h["epoch"], h["test_loss"], color=COLOURS[arch], label=ARCH_LABELS[arch])
-    ax.axhline(runs["optimal_loss"].iloc[0], color="k", ls="--", lw=1, label="optimal (true model)")
+    optimal = runs["optimal_loss"].iloc[0]
+    ax.axhline(optimal, color="k", ls="--", lw=1, label="optimal (true model)")
+    for excess in _floor_excess(runs):
+        ax.axhline(optimal + excess, color="k", ls=":", lw=1, label=FLOOR_LABEL)
     ax.set_xscale("log")
     ax.set_xlabel("epoch")
     ax.set_ylabel("test loss (nats)")
@@ -92,13 +108,19 @@ def fig2c_reconstruction(history: pd.DataFrame) -> plt.Figure:
 
 def fig2d_interpolation(final: pd.DataFrame) -> plt.Figure:
     """Excess test loss (test - optimal, paired per realisation) vs perturbation level a of the
-    interpolated layer (mean ± s.e. over realisations)."""
+    interpolated layer (mean ± s.e. over realisations); the data set's floor (the same excess of
+    the PLM fit from the truth) dotted, its s.e. shaded, when the table has it."""
     runs = final[final["model"] == "interpolated"]
     g = (runs["test_loss"] - runs["optimal_loss"]).groupby(runs["a"])
     fig, ax = plt.subplots(figsize=(4.5, 3.4), constrained_layout=True)
     ax.errorbar(g.mean().index, g.mean(), yerr=g.sem().fillna(0), marker="o", capsize=3,
                 label=f"interpolated layer (n = {runs['realisation'].nunique()})")
     ax.axhline(0.0, color="k", ls="--", lw=1, label="optimal")
+    floor = _floor_excess(runs)
+    if len(floor):
+        mean, sem = floor.mean(), (floor.sem() if len(floor) > 1 else 0.0)
+        ax.axhline(mean, color="k", ls=":", lw=1, label=f"{FLOOR_LABEL}, n = {len(floor)}")
+        ax.axhspan(mean - sem, mean + sem, color="k", alpha=0.1, lw=0)
     ax.set_xlabel("perturbation level a")
     ax.set_ylabel("test loss - optimal loss (nats)")
     ax.set_title("(d) decoupling positions and colours")
