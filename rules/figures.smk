@@ -11,6 +11,7 @@ localrules:
 TABLES = [
     "training_history",
     "training_final",
+    "training_restarts",
     "training_summary",
     "plm",
     "replica",

@@ -123,3 +123,15 @@ def test_excess_over_the_data_sets_floor():
     np.testing.assert_allclose(out["floor_loss"], [0.2, 0.4, np.nan])
     np.testing.assert_allclose(out["excess_over_floor"], [0.05, 0.0, np.nan], atol=1e-12)
     assert aggregate.with_floor(final, plm.iloc[:0])["floor_loss"].isna().all()
+
+
+def test_restarts_at_the_floor_are_counted_per_run():
+    """A restart counts when its test loss ends within FLOOR_TOLERANCE of its realisation's
+    floor; without a floor fit the count is NaN, not 0."""
+    plm = pd.DataFrame({"kind": "factored_from_truth", "realisation": [0], "test_loss": [1.0]})
+    losses = [1.0, 1.005, 1.02, 0.99, 1.0, 1.5]
+    restarts = pd.DataFrame({"arch": "factored", "realisation": [0, 0, 0, 0, 1, 1],
+                             "test_loss": losses})
+    out = aggregate.restarts_at_floor(aggregate.with_floor(restarts, plm))
+    assert out["restarts"].tolist() == [4, 2]
+    assert out["restarts_at_floor"].iloc[0] == 3 and np.isnan(out["restarts_at_floor"].iloc[1])

@@ -320,8 +320,13 @@ def test_convergence_recorded_and_unconverged_flagged(potts, tmp_path):
     params = {"A": jnp.asarray(long["params/A"]), "V": jnp.asarray(long["params/V"])}
     heldout = float(train.full_loss(spec, params, jnp.asarray(test_seqs[~in_train])))
     np.testing.assert_allclose(long.attrs["test_loss_heldout"], heldout, rtol=1e-5)
-    _, final = aggregate.training_tables(paths)
+    _, final, restarts = aggregate.training_tables(paths)
     assert final["converged"].tolist() == [True, False]
+    # every restart's final losses; the best by training loss is the run's
+    assert len(restarts) == 2 * training["restarts"] == 2 * len(long["restarts/test_loss"])
+    best = int(long.attrs["best_restart"])
+    np.testing.assert_allclose(long["restarts/train_loss"].min(), long.attrs["train_loss"])
+    np.testing.assert_allclose(long["restarts/test_loss"][best], long.attrs["test_loss"])
     plm_df = pd.DataFrame(columns=["kind", "realisation", "converged", "grad_norm", "grad_tol",
                                    "stop_reason"]).astype({"converged": bool})  # fmt: skip
     curve = pd.DataFrame({"realisation": [0], "M": [10], "converged": [True]})

@@ -35,16 +35,18 @@ def _realisation(attrs: dict) -> int:
     return int(json.loads(attrs["seeds"])["realisation"])
 
 
-def training_tables(paths: Iterable[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """``(history, final)`` of ``mlm-train/1`` artefacts.
+def training_tables(paths: Iterable[str]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """``(history, final, restarts)`` of ``mlm-train/1`` artefacts.
 
     history: arch, model, a, realisation, epoch, train_loss, test_loss, test_loss_heldout,
     recon_error, pearson_r, optimal_loss. final: one row per run with the final metrics
     (``TRAIN_FINAL``), ``converged`` (the training stage's criterion), ``excess_loss`` =
     test_loss / optimal_loss - 1 and ``test_overlap`` (fraction of the test sequences that occur
-    in the training set; ``test_loss_heldout`` averages only the others).
+    in the training set; ``test_loss_heldout`` averages only the others). restarts: one row per
+    run and restart (arch, model, a, realisation, optimal_loss, restart, train_loss, test_loss;
+    none for artefacts written before restarts were recorded).
     """
-    history, final = [], []
+    history, final, restarts = [], [], []
     for path in paths:
         art = read_artefact(path, MLM_TRAIN, required=("history/epoch",))
         ident = {"arch": art.attrs["arch"], "model": art.attrs["model"],
@@ -54,9 +56,28 @@ def training_tables(paths: Iterable[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
         history.append(pd.DataFrame({**ident, **h}))
         final.append({**ident, **{k: float(art.attrs[k]) for k in TRAIN_FINAL},
                       "converged": bool(art.attrs["converged"])})
+        if "restarts/test_loss" in art.data:
+            losses = {k: art[f"restarts/{k}"] for k in ("train_loss", "test_loss")}
+            restarts.append(pd.DataFrame({**ident, "restart": np.arange(len(losses["test_loss"])),
+                                          **losses}))
     final_df = pd.DataFrame(final)
     final_df["excess_loss"] = final_df["test_loss"] / final_df["optimal_loss"] - 1
-    return pd.concat(history, ignore_index=True), final_df
+    columns = ["arch", "model", "a", "realisation", "optimal_loss", "restart", "train_loss",
+               "test_loss"]
+    restarts_df = pd.concat(restarts, ignore_index=True) if restarts else pd.DataFrame(
+        columns=columns)
+    return pd.concat(history, ignore_index=True), final_df, restarts_df
+
+
+def restarts_at_floor(restarts: pd.DataFrame) -> pd.DataFrame:
+    """Per run (arch, realisation): ``restarts`` and ``restarts_at_floor``, the number whose test
+    loss ends within ``FLOOR_TOLERANCE`` of the data set's floor (``restarts`` after
+    ``with_floor``; NaN without a floor): how often a random start reaches that minimum."""
+    at_floor = (restarts["excess_over_floor"] <= FLOOR_TOLERANCE).astype(float).where(
+        restarts["floor_loss"].notna())
+    g = restarts.assign(at_floor=at_floor).groupby(["arch", "realisation"])["at_floor"]
+    return pd.DataFrame({"restarts": g.size(), "restarts_at_floor": g.sum(min_count=1)}
+                        ).reset_index()
 
 
 def plm_table(paths: Iterable[str]) -> pd.DataFrame:
@@ -200,9 +221,11 @@ def attention_maps(paths: Iterable[str]) -> tuple[np.ndarray, dict[str, np.ndarr
 def build_tables(train: Iterable[str], plm: Iterable[str], sample_complexity: Iterable[str],
                  theory: str, simulations: str) -> dict[str, pd.DataFrame]:
     """Every table of the Potts paper, by name, from the artefact paths of each stage."""
-    history, final = training_tables(train)
+    history, final, restarts = training_tables(train)
     plm_fits = plm_table(plm)
-    history, final = with_floor(history, plm_fits), with_floor(final, plm_fits)
+    history, restarts = with_floor(history, plm_fits), with_floor(restarts, plm_fits)
+    final = with_floor(final, plm_fits).merge(restarts_at_floor(restarts), how="left",
+                                              on=["arch", "realisation"])
     plm_fits = with_floor(plm_fits, plm_fits)
     sc = sample_complexity_table(sample_complexity)
     sc_peak = peak(sc, "M", "test_loss").to_frame().T
@@ -210,6 +233,7 @@ def build_tables(train: Iterable[str], plm: Iterable[str], sample_complexity: It
     return {
         "training_history": history,
         "training_final": final,
+        "training_restarts": restarts,
         "training_summary": summarise(
             final, ["arch", "a"], ["test_loss", "test_loss_heldout", "excess_loss",
                                    "excess_over_floor", "test_overlap", "recon_error", "pearson_r",

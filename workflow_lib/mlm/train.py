@@ -101,7 +101,9 @@ class TrainResult:
     ``optimal_loss``: exact-conditional loss on the
     test set (nats); ``attention``: ``(L, L)`` final attention map (scaled by ``c*`` for the
     factored family, raw masked-token softmax map for transformers); ``params``: flat name -> array;
-    ``metrics``: final values (the last evaluation of the best restart) and timings.
+    ``metrics``: final values (the last evaluation of the best restart) and timings;
+    ``restarts``: every restart's final ``train_loss`` (all sites) and ``test_loss``, ``(R,)``
+    (how many starts reach the best minimum).
     """
 
     history: dict[str, np.ndarray]
@@ -109,6 +111,7 @@ class TrainResult:
     attention: np.ndarray
     params: dict[str, np.ndarray]
     metrics: dict[str, float]
+    restarts: dict[str, np.ndarray]
 
 
 def reconstruction(att: Array, J: Array, gauge: bool = False) -> tuple[Array, Array, Array]:
@@ -370,6 +373,8 @@ def train_mlm(
 
     optimum, params, history, att, train_losses, fits = out
     best = int(np.argmin(train_losses))
+    restarts = {"train_loss": np.asarray(train_losses, np.float64),
+                "test_loss": np.asarray(history["test_loss"][-1], np.float64)}
     error, r, c = (float(x[best]) for x in fits)
     att = np.asarray(att[best], np.float64)
     attention = att if spec.kind == "transformer" else c * att
@@ -400,4 +405,4 @@ def train_mlm(
         "wall_seconds": time.perf_counter() - t_start,
     }
     best_params = {k: v[best] for k, v in flatten_params(params).items()}
-    return TrainResult(history, float(optimum), attention, best_params, metrics)
+    return TrainResult(history, float(optimum), attention, best_params, metrics, restarts)

@@ -31,6 +31,7 @@ def train(job: Job) -> None:
     """Train one architecture on one realisation's samples.
 
     Datasets: ``history/{epoch,train_loss,test_loss,recon_error,pearson_r}: (n_eval,)``,
+    ``restarts/{train_loss,test_loss}: (R,)`` (every restart's final losses),
     ``attention: (L, L)`` (factored: after the scale fit), ``params/...``, ``J: (L, L)``.
     Attributes: ``arch``, ``a`` (interpolated only), ``optimal_loss`` and the final metrics.
     """
@@ -55,6 +56,7 @@ def train(job: Job) -> None:
         job.output["model"], MLM_TRAIN,
         {**{f"history/{k}": v for k, v in result.history.items()},
          **{f"params/{k}": v for k, v in result.params.items()},
+         **{f"restarts/{k}": v for k, v in result.restarts.items()},
          "attention": result.attention, "J": J},
         p, seeds={"seed": p["seed"], "realisation": p["realisation"]},
         attrs={"arch": p["arch"], "model": arch, "a": np.nan if a is None else a,
