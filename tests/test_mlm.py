@@ -333,7 +333,33 @@ def test_convergence_recorded_and_unconverged_flagged(potts, tmp_path):
     lines = aggregate.warnings(final, plm_df, curve)
     flagged = [line for line in lines if line.startswith("train ")]
     assert flagged == [f"train factored r0: NOT CONVERGED (relative improvement "
-                       f"{short.attrs['rel_improvement']:.1e})"]  # fmt: skip
+                       f"{short.attrs['rel_improvement']:.1e}, max |gradient| "
+                       f"{short.attrs['grad_norm']:.1e})"]  # fmt: skip
+
+
+def test_polish_reaches_the_gradient_criterion(potts):
+    """The L-BFGS polish of factored attention's Adam solution: converged by its gradient
+    criterion (recorded as the run's), at a training loss no higher than Adam's; cut short it
+    is flagged as not converged."""
+    train_seqs, test_seqs, J, U = potts
+    key = jax.random.key(19)
+    cfg = {**FAST, "epochs": 10, "polish_max_iter": 500}
+    adam = train.train_mlm("factored", {**cfg, "polish_max_iter": 0}, train_seqs, test_seqs,
+                           J, U, BETA, key)  # fmt: skip
+    run = train.train_mlm("factored", cfg, train_seqs, test_seqs, J, U, BETA, key)
+    cut = train.train_mlm("factored", {**cfg, "polish_max_iter": 2}, train_seqs, test_seqs,
+                          J, U, BETA, key)  # fmt: skip
+    m = run.metrics
+    assert m["converged"] and m["polish_converged"] and m["grad_norm"] <= m["polish_grad_tol"]
+    assert "polish" in m["convergence_criterion"] and m["polish_iterations"] > 0
+    assert m["adam_train_loss"] == pytest.approx(adam.metrics["train_loss"])
+    assert m["train_loss"] <= adam.metrics["train_loss"] + 1e-7
+    assert adam.metrics["grad_norm"] > m["polish_grad_tol"]  # 10 epochs of Adam: not stationary
+    assert not cut.metrics["converged"] and cut.metrics["grad_norm"] > m["polish_grad_tol"]
+    spec = models.arch_spec("factored", {}, L, C)
+    params = {k: jnp.asarray(v) for k, v in run.params.items()}
+    np.testing.assert_allclose(m["test_loss"], float(train.full_loss(spec, params, test_seqs)),
+                               rtol=1e-10)  # fmt: skip
 
 
 def test_plm_convergence_is_the_gradient_criterion(potts):

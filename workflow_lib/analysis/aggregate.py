@@ -22,7 +22,7 @@ from workflow_lib.artefacts import (
 )
 
 TRAIN_FINAL = ("train_loss", "test_loss", "test_loss_heldout", "test_overlap", "recon_error",
-               "pearson_r", "rel_improvement", "steps_per_second", "wall_seconds")
+               "pearson_r", "rel_improvement", "grad_norm", "steps_per_second", "wall_seconds")
 PLM_FINAL = ("train_loss", "test_loss", "test_loss_heldout", "test_overlap", "recon_error",
              "pearson_r", "iterations", "grad_norm", "grad_tol", "wall_seconds")
 MOSTLY_IN_SAMPLE = 0.5  # warn when more than this fraction of the test set is in the training set
@@ -180,7 +180,8 @@ def warnings(final: pd.DataFrame, plm: pd.DataFrame, curve: pd.DataFrame) -> lis
                      "training set; the test loss is mostly in-sample (see test_loss_heldout)")
     for _, row in final[~final["converged"]].iterrows():
         lines.append(f"train {row['arch']} r{row['realisation']}: NOT CONVERGED (relative "
-                     f"improvement {row['rel_improvement']:.1e})")
+                     f"improvement {row['rel_improvement']:.1e}, max |gradient| "
+                     f"{row['grad_norm']:.1e})")
     for _, row in plm[~plm["converged"]].iterrows():
         lines.append(f"plm {row['kind']} r{row['realisation']}: NOT CONVERGED (max |gradient| "
                      f"{row['grad_norm']:.1e} > {row['grad_tol']:.0e}; {row['stop_reason']})")

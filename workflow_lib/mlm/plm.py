@@ -46,11 +46,11 @@ from functools import partial
 import jax
 import jax.numpy as jnp
 import numpy as np
-import scipy.optimize
 from jax.flatten_util import ravel_pytree
 
 from workflow_lib.architectures import PLM_KINDS
 from workflow_lib.config import schema_defaults
+from workflow_lib.mlm.lbfgs import minimize
 from workflow_lib.mlm.models import (
     ArchSpec,
     Params,
@@ -137,25 +137,6 @@ def _penalty(kind: str, spec: ArchSpec, l2: float, params: Params) -> Array:
     return l2 / spec.L * jnp.sum(params["J"] ** 2)
 
 
-def _lbfgs(value_and_grad, x0: np.ndarray, data, max_iter: int, grad_tol: float):
-    """scipy L-BFGS-B from the flat start ``x0``; ``value_and_grad(x, data)`` is jitted.
-
-    The only regular stop is the gradient criterion (``gtol = grad_tol`` on the largest
-    gradient entry; ``ftol = 0`` disables the relative-decrease stop); anything else
-    (``max_iter``, a failed line search) leaves ``grad_norm`` above ``grad_tol``.
-    Returns the scipy result with ``grad_norm`` (max-abs gradient at ``res.x``) attached.
-    """
-
-    def fun(x: np.ndarray) -> tuple[float, np.ndarray]:
-        value, grad = value_and_grad(x, data)
-        return float(value), np.asarray(grad, np.float64)
-
-    options = {"maxiter": max_iter, "ftol": 0.0, "gtol": grad_tol, "maxcor": 20}
-    res = scipy.optimize.minimize(fun, x0, jac=True, method="L-BFGS-B", options=options)
-    res.grad_norm = float(np.max(np.abs(fun(res.x)[1])))
-    return res
-
-
 def fit_plm(
     kind: str,
     cfg: dict,
@@ -218,7 +199,7 @@ def fit_plm(
     distinct, weights = distinct_with_weights(np.asarray(train))
     data = (jnp.asarray(distinct), jnp.asarray(weights, jnp.float64))
     fits = [
-        _lbfgs(value_and_grad, np.asarray(ravel_pytree(x0)[0]), data, max_iter, grad_tol)
+        minimize(value_and_grad, np.asarray(ravel_pytree(x0)[0]), data, max_iter, grad_tol)
         for x0 in starts
     ]
     ok = [res.grad_norm <= grad_tol for res in fits]

@@ -17,6 +17,11 @@ Protocol:
   after the other inside the same program for transformers, ``over_restarts``: XLA:CPU runs
   their restart-batched layers ~1.8x slower than two plain passes); the one with the lowest final
   full training loss (all sites) is kept. The test set never enters the choice.
+- convergence: the window criterion ``CONVERGENCE`` on the epoch-mean training loss; for the
+  factored family with ``polish_max_iter > 0`` the kept solution is polished by full-batch L-BFGS
+  in float64 on the same objective (``polish``) and converged means its gradient criterion
+  (``POLISH_CONVERGENCE``). Every run records ``grad_norm``, the largest gradient entry of the
+  training objective (all sites, full batch) at its final parameters.
 - the whole run, including the optimal loss and the final ``c*`` fit, is one ``jit``-compiled
   program: a ``lax.scan`` over epochs (each a ``lax.scan`` over steps) with the evaluation inside;
   progress is logged from the device through ``jax.debug.callback``. Compilation dominates short
@@ -46,8 +51,10 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 from jax import lax
+from jax.flatten_util import ravel_pytree
 
 from workflow_lib.config import schema_defaults
+from workflow_lib.mlm.lbfgs import minimize
 from workflow_lib.mlm.models import (
     ArchSpec,
     Params,
@@ -71,6 +78,10 @@ CONVERGENCE = (
     "relative improvement of the epoch-mean training loss between the last two windows of "
     "convergence_window x epochs epochs, (mean(previous) - mean(last)) / mean(last), below "
     "convergence_tol"
+)
+POLISH_CONVERGENCE = (
+    "largest absolute gradient entry of the training objective (all sites of all training "
+    "sequences, l2 included) below polish_grad_tol after the L-BFGS polish"
 )
 PRNG_IMPL = "philox4x32"  # the caller's threefry2x32 key reinterpreted: 3-4x cheaper to compile
 # XLA:CPU defaults (new fusion emitters, LLVM -O3) compile this program 2x slower than the classic
@@ -312,6 +323,37 @@ def _run(spec, opt, plan, key, train, test, heldout, J, U, beta):
     return optimum, params, history, att, train_losses, fits
 
 
+def polish(spec: ArchSpec, params: Params, train: np.ndarray, l2: float, max_iter: int,
+           grad_tol: float) -> tuple[Params, dict[str, float | int | bool | str]]:  # fmt: skip
+    """L-BFGS polish, in float64, of one factored-family model from ``params`` (an Adam
+    solution) on the objective Adam minimised: ``full_loss`` on all sites of ``train: (M, L)``
+    plus ``l2 * sq_norm``, run until the largest gradient entry is below ``grad_tol``.
+
+    Returns the polished params and ``polish_iterations``, ``polish_converged`` and
+    ``polish_stop_reason`` (a ``max_iter`` or line-search stop is a failure to report).
+    """
+    x0, unravel = ravel_pytree(jax.tree_util.tree_map(lambda x: jnp.asarray(x, jnp.float64),
+                                                      params))  # fmt: skip
+
+    def objective(x: Array, seqs: Array) -> Array:
+        p = unravel(x)
+        return full_loss(spec, p, seqs) + l2 * sq_norm(p)
+
+    res = minimize(jax.jit(jax.value_and_grad(objective)), np.asarray(x0), jnp.asarray(train),
+                   max_iter, grad_tol)  # fmt: skip
+    return unravel(jnp.asarray(res.x)), {"polish_iterations": int(res.nit),
+                                         "polish_converged": bool(res.grad_norm <= grad_tol),
+                                         "polish_stop_reason": str(res.message)}
+
+
+def grad_norm(spec: ArchSpec, params: Params, train: np.ndarray, l2: float) -> float:
+    """Largest absolute gradient entry of the training objective (``full_loss`` on all sites of
+    ``train: (M, L)`` plus ``l2 * sq_norm``) at ``params``: how far from a stationary point a
+    run ended, whatever its optimiser."""
+    grad = jax.jit(jax.grad(lambda p: full_loss(spec, p, jnp.asarray(train)) + l2 * sq_norm(p)))
+    return float(max(jnp.max(jnp.abs(g)) for g in jax.tree_util.tree_leaves(grad(params))))
+
+
 _EXECUTABLES: dict = {}  # the last few compiled runs, by static config and argument shapes
 
 
@@ -375,34 +417,52 @@ def train_mlm(
     best = int(np.argmin(train_losses))
     restarts = {"train_loss": np.asarray(train_losses, np.float64),
                 "test_loss": np.asarray(history["test_loss"][-1], np.float64)}
+    best_params = jax.tree_util.tree_map(lambda x: x[best], params)
     error, r, c = (float(x[best]) for x in fits)
     att = np.asarray(att[best], np.float64)
-    attention = att if spec.kind == "transformer" else c * att
     history = {k: np.asarray(v[:, best], np.float64) for k, v in history.items()}
-    conv = convergence(history["train_loss"], float(cfg["convergence_window"]),
-                       float(cfg["convergence_tol"]))  # fmt: skip
-    if not conv["converged"]:
-        log.warning("%s NOT CONVERGED: relative improvement %.2e over the last %d epochs "
-                    "(tolerance %.1e)", arch, conv["rel_improvement"],
-                    conv["convergence_epochs"], float(cfg["convergence_tol"]))  # fmt: skip
     evaluated = ~np.isnan(history["test_loss"])
     history = {k: v[evaluated] for k, v in history.items()}
     history["epoch"] = np.flatnonzero(evaluated) + 1
+    final = {"train_loss": float(train_losses[best]),
+             **{k: float(history[k][-1]) for k in ("test_loss", "test_loss_heldout")},
+             "recon_error": error, "pearson_r": r, "attention_scale": c}
+    conv = {**convergence(history["train_loss"], float(cfg["convergence_window"]),
+                          float(cfg["convergence_tol"])),
+            "convergence_tol": float(cfg["convergence_tol"]),
+            "convergence_criterion": CONVERGENCE}  # fmt: skip
+    polished = spec.kind != "transformer" and int(cfg["polish_max_iter"]) > 0
+    if polished:
+        best_params, report = polish(spec, best_params, train, plan.l2,
+                                     int(cfg["polish_max_iter"]), float(cfg["polish_grad_tol"]))
+        evaluation, att = _evaluate(spec, best_params, test, ~in_train, J)
+        error, r, c = reconstruction(att, J, gauge=True)
+        att = np.asarray(att, np.float64)
+        adam = {f"adam_{k}": final[k] for k in ("train_loss", "test_loss")}
+        final = {"train_loss": float(full_loss(spec, best_params, train)),
+                 **{k: float(evaluation[k]) for k in ("test_loss", "test_loss_heldout")},
+                 "recon_error": float(error), "pearson_r": float(r),
+                 "attention_scale": float(c), **adam}  # fmt: skip
+        conv |= {**report, "converged": report["polish_converged"],
+                 "polish_grad_tol": float(cfg["polish_grad_tol"]),
+                 "convergence_criterion": POLISH_CONVERGENCE}  # fmt: skip
+    final["grad_norm"] = grad_norm(spec, best_params, train, plan.l2)
+    if not conv["converged"]:
+        log.warning("%s NOT CONVERGED: %s (relative improvement %.2e over the last %d epochs, "
+                    "tolerance %.1e; max |gradient| %.1e)", arch,
+                    conv.get("polish_stop_reason", "window criterion"), conv["rel_improvement"],
+                    conv["convergence_epochs"], float(cfg["convergence_tol"]),
+                    final["grad_norm"])  # fmt: skip
+    attention = att if spec.kind == "transformer" else final["attention_scale"] * att
     metrics = {
-        "train_loss": float(train_losses[best]),
-        "test_loss": float(history["test_loss"][-1]),
-        "test_loss_heldout": float(history["test_loss_heldout"][-1]),
+        **final,
         "test_overlap": float(np.mean(in_train)),
         **conv,
-        "convergence_tol": float(cfg["convergence_tol"]),
-        "recon_error": error,
-        "pearson_r": r,
-        "attention_scale": c,
         "best_restart": best,
         "steps": n_epochs * steps,  # optimiser steps; all restarts advance together
         "steps_per_second": n_epochs * steps / (t_done - t_compiled),
         "compile_seconds": t_compiled - t_start,
         "wall_seconds": time.perf_counter() - t_start,
     }
-    best_params = {k: v[best] for k, v in flatten_params(params).items()}
-    return TrainResult(history, float(optimum), attention, best_params, metrics, restarts)
+    return TrainResult(history, float(optimum), attention, flatten_params(best_params), metrics,
+                       restarts)

@@ -18,13 +18,13 @@ from workflow_lib.artefacts import (
 from workflow_lib.keys import stage_key
 from workflow_lib.mlm.overlap import in_training_set
 from workflow_lib.mlm.plm import fit_plm, plm_config
-from workflow_lib.mlm.train import CONVERGENCE, train_mlm
+from workflow_lib.mlm.train import train_mlm
 from workflow_lib.stages import Job
 
 log = logging.getLogger("workflow_lib.stages")
 
-def _scalars(metrics: dict) -> dict[str, float | int | bool]:
-    return {k: v for k, v in metrics.items() if isinstance(v, int | float | bool)}
+def _scalars(metrics: dict) -> dict[str, float | int | bool | str]:
+    return {k: v for k, v in metrics.items() if isinstance(v, int | float | bool | str)}
 
 
 def train(job: Job) -> None:
@@ -61,8 +61,7 @@ def train(job: Job) -> None:
         p, seeds={"seed": p["seed"], "realisation": p["realisation"]},
         attrs={"arch": p["arch"], "model": arch, "a": np.nan if a is None else a,
                "learning_rate": lr, "optimizer": training["optimizer"],
-               "optimal_loss": result.optimal_loss, "beta": beta,
-               "convergence_criterion": CONVERGENCE, **_scalars(m)},
+               "optimal_loss": result.optimal_loss, "beta": beta, **_scalars(m)},
     )
 
 
@@ -90,7 +89,7 @@ def plm(job: Job) -> None:
          "attention": result.attention, "J": J},
         p, seeds={"seed": p["seed"], "realisation": p["realisation"]},
         attrs={"kind": kind, "optimal_loss": result.optimal_loss, "beta": beta,
-               "stop_reason": m["stop_reason"], "start": m["start"], **_scalars(m)},
+               **_scalars(m)},
     )
 
 
