@@ -46,14 +46,15 @@ def test_warnings_overlap_and_convergence():
     final = pd.DataFrame({"arch": ["factored", "vanilla1"], "model": ["factored", "transformer"],
                           "realisation": [0, 0],
                           "test_overlap": [0.97, 0.97], "converged": [True, False],
-                          "rel_improvement": [1e-5, 0.02]})
+                          "rel_improvement": [1e-5, 0.02], "grad_norm": [1e-6, 4e-3]})
     plm = pd.DataFrame({"kind": ["full"], "realisation": [0], "converged": [False],
                         "grad_norm": [3e-3], "grad_tol": [1e-5],
                         "stop_reason": ["ABNORMAL_TERMINATION_IN_LNSRCH"]})
     curve = pd.DataFrame({"realisation": [1, 1], "M": [5, 10], "converged": [False, True]})
     lines = aggregate.warnings(final, plm, curve)
     assert lines[0].startswith("realisation 0: 97 % of the test sequences occur in the training")
-    assert lines[1] == "train vanilla1 r0: NOT CONVERGED (relative improvement 2.0e-02)"
+    assert lines[1] == ("train vanilla1 r0: NOT CONVERGED (relative improvement 2.0e-02, "
+                        "max |gradient| 4.0e-03)")
     assert "plm full r0: NOT CONVERGED" in lines[2] and "LNSRCH" in lines[2]
     assert lines[3] == "sample complexity r1: NOT CONVERGED at M = [5]"
     assert len(lines) == 4
