@@ -124,7 +124,8 @@ def fig2d_interpolation(final: pd.DataFrame) -> plt.Figure:
     ax.set_xlabel("perturbation level a")
     ax.set_ylabel("test loss - optimal loss (nats)")
     ax.set_title("(d) decoupling positions and colours")
-    ax.legend(fontsize=7, frameon=False)
+    # below the axes: the optimal line spans the panel's width, wherever the points lie
+    ax.legend(fontsize=7, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
     return fig
 
 
