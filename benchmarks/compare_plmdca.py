@@ -31,11 +31,12 @@ import time
 from pathlib import Path
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from workflow_lib.artefacts import load_samples
 from workflow_lib.mlm.overlap import in_training_set
-from workflow_lib.mlm.plm import fit_plm
+from workflow_lib.mlm.plm import coupling_logits, fit_plm
 
 # pydca's residue letters for the states 0..19 of its protein alphabet (gap: 20).
 LETTERS = "ACDEFGHIKLMNPQRSTVWY"
@@ -61,18 +62,9 @@ def fit_pydca(seqs: np.ndarray, lambda_h: float, lambda_j: float, max_iter: int
     L = seqs.shape[1]
     n_params = L * Q + L * (L - 1) // 2 * Q * Q
     fn = pydca_backend().plmdcaBackend
-    fn.argtypes = (
-        ctypes.c_ushort,
-        ctypes.c_ushort,
-        ctypes.c_char_p,
-        ctypes.c_uint,
-        ctypes.c_float,
-        ctypes.c_float,
-        ctypes.c_float,
-        ctypes.c_uint,
-        ctypes.c_uint,
-        ctypes.c_bool,
-    )
+    # (biomolecule, q, fasta path, L, seqid, lambda_h, lambda_J, max_iter, threads, verbose)
+    fn.argtypes = (ctypes.c_ushort, ctypes.c_ushort, ctypes.c_char_p, ctypes.c_uint,
+                   *(ctypes.c_float,) * 3, ctypes.c_uint, ctypes.c_uint, ctypes.c_bool)
     fn.restype = ctypes.POINTER(ctypes.c_float * n_params)
     with tempfile.TemporaryDirectory() as tmp:
         fasta = Path(tmp) / "msa.fa"
@@ -97,12 +89,10 @@ def fit_pydca(seqs: np.ndarray, lambda_h: float, lambda_j: float, max_iter: int
 def pl_loss(h: np.ndarray, J: np.ndarray, seqs: np.ndarray) -> float:
     """Negative pseudo-log-likelihood per site of ``seqs: (M, L)`` under fields ``h: (L, q)``
     and couplings ``J: (L, L, q, q)`` (zero diagonal blocks)."""
-    q = h.shape[1]
-    onehot = np.eye(q)[seqs]
-    logits = h[None] + np.einsum("ijab,mjb->mia", J, onehot)
-    logits -= logits.max(-1, keepdims=True)
-    logp = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
-    return float(-np.take_along_axis(logp, seqs[..., None], -1).mean())
+    seqs = jnp.asarray(seqs)
+    logits = jnp.asarray(h)[None] + coupling_logits(jnp.asarray(J), seqs)
+    logp = jnp.take_along_axis(jax.nn.log_softmax(logits, axis=-1), seqs[..., None], axis=-1)
+    return float(-jnp.mean(logp))
 
 
 def zero_sum_symmetric(J: np.ndarray, C: int) -> np.ndarray:
@@ -113,16 +103,14 @@ def zero_sum_symmetric(J: np.ndarray, C: int) -> np.ndarray:
     return J - J.mean(2, keepdims=True) - J.mean(3, keepdims=True) + J.mean((2, 3), keepdims=True)
 
 
-def upper(J: np.ndarray) -> np.ndarray:
-    i, j = np.triu_indices(J.shape[0], 1)
-    return J[i, j].ravel()
-
-
 def compare(name: str, a: np.ndarray, b: np.ndarray) -> str:
-    r = np.corrcoef(upper(a), upper(b))[0, 1]
-    dist = np.linalg.norm(upper(a) - upper(b)) / np.linalg.norm(upper(b))
-    fa, fb = (np.linalg.norm(x, axis=(2, 3)) for x in (a, b))
-    rf = np.corrcoef(fa[np.triu_indices(len(fa), 1)], fb[np.triu_indices(len(fb), 1)])[0, 1]
+    """A table row: Pearson r and relative distance (to ``b``) of the couplings ``(L, L, C, C)``
+    over the pairs i < j, and the Pearson r of their Frobenius-norm maps."""
+    i, j = np.triu_indices(a.shape[0], 1)
+    pa, pb = a[i, j], b[i, j]  # (pairs, C, C)
+    r = np.corrcoef(pa.ravel(), pb.ravel())[0, 1]
+    dist = np.linalg.norm(pa - pb) / np.linalg.norm(pb)
+    rf = np.corrcoef(np.linalg.norm(pa, axis=(1, 2)), np.linalg.norm(pb, axis=(1, 2)))[0, 1]
     return f"| {name} | {r:.4f} | {dist:.3f} | {rf:.4f} |"
 
 
@@ -149,16 +137,8 @@ def main() -> None:
     )
 
     t = time.perf_counter()
-    ours = fit_plm(
-        "full",
-        {"l2": args.l2, "max_iter": args.max_iter},
-        distinct,
-        test,
-        J0,
-        U0,
-        beta,
-        jax.random.key(0),
-    )
+    ours = fit_plm("full", {"l2": args.l2, "max_iter": args.max_iter}, distinct, test, J0, U0,
+                   beta, jax.random.key(0))  # fmt: skip
     t_ours = time.perf_counter() - t
     J_ours = np.asarray(ours.params["J"])
     t = time.perf_counter()
