@@ -46,7 +46,11 @@ rule sample_complexity:
     output:
         curve=f"{RESULTS}/sample_complexity/r{{r}}.h5",
     params:
-        job=job(lambda wc: realisation_params(wc, sample_complexity=CFG["sample_complexity"])),
+        job=job(
+            lambda wc: realisation_params(
+                wc, sample_complexity=CFG["sample_complexity"], l2_full=CFG["plm"]["l2_full"]
+            )
+        ),
     threads: THREADS
     shell:
         stage("sample_complexity")

@@ -237,6 +237,21 @@ def test_factored_training_reaches_optimum_and_agrees_with_plm(potts):
     assert fit.params["A"].shape == (L, L) and full.params["J"].shape == (L, L, C, C)
 
 
+def test_spectral_and_random_starts_keep_the_lowest_objective(potts):
+    train_seqs, test_seqs, J, U = potts
+    key = jax.random.key(15)
+    fits = {start: plm.fit_plm("factored", {"restarts": 2, "start": start}, train_seqs,
+                               test_seqs, J, U, BETA, key)
+            for start in ("spectral", "random", "spectral_and_random")}  # fmt: skip
+    objective = {start: f.metrics["objective"] for start, f in fits.items()}
+    both = fits["spectral_and_random"].metrics
+    # the same starts (the random ones from the same key), the lowest converged objective kept
+    assert both["objective"] == min(objective["spectral"], objective["random"])
+    assert both["converged"] and both["start"] == "spectral_and_random"
+    # here both random starts end in a local minimum (see the test above): the spectral one wins
+    assert objective["spectral"] < objective["random"] and both["best_restart"] == 0
+
+
 def test_training_is_deterministic_and_transformer_learns(potts):
     train_seqs, test_seqs, J, U = potts
     train_seqs, test_seqs = train_seqs[:1000], test_seqs[:500]

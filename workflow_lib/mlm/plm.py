@@ -176,14 +176,16 @@ def fit_plm(
         starts = [jax.tree_util.tree_map(lambda x: jnp.asarray(x, jnp.float64), p) for p in starts]
     elif kind == "factored_from_truth":
         starts = [{"A": beta * J64, "V": U64}]
-    elif kind == "factored" and cfg["start"] == "spectral":
-        full = fit_plm("full", {**cfg, "l2": cfg["l2_full"]}, train_seqs, test_seqs, J, U, beta,
-                       key)  # fmt: skip
-        A0, V0, _ = rank1_factors(jnp.asarray(full.params["J"]))
-        starts = [{"A": A0, "V": V0}]
     elif kind == "factored":
-        keys = jax.random.split(key, int(cfg["restarts"]))
-        starts = [init(spec, k, jnp.float64) for k in keys]
+        starts = []
+        if cfg["start"] in ("spectral", "spectral_and_random"):
+            full = fit_plm("full", {**cfg, "l2": cfg["l2_full"]}, train_seqs, test_seqs, J, U,
+                           beta, key)  # fmt: skip
+            A0, V0, _ = rank1_factors(jnp.asarray(full.params["J"]))
+            starts.append({"A": A0, "V": V0})
+        if cfg["start"] in ("random", "spectral_and_random"):
+            keys = jax.random.split(key, int(cfg["restarts"]))
+            starts += [init(spec, k, jnp.float64) for k in keys]
     else:
         starts = [{"J": jnp.zeros((L, L, C, C), jnp.float64)}]
     unravel = ravel_pytree(starts[0])[1]
