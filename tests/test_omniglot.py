@@ -41,6 +41,20 @@ def test_bank_images_and_tokens(bank):
     np.testing.assert_allclose(bank.tokens.mean(axis=-1), 0.0, atol=1e-4)
 
 
+def test_rotated_characters_are_new_characters(bank):
+    rotated, names = omniglot.load_bank(ARCHIVE, 32, 8, rotations=True)
+    n = len(bank.character)
+    assert rotated.n_characters == 4 * 136 and len(names) == 4 * 136
+    assert np.all(np.diff(rotated.character) >= 0) and np.all(np.diff(rotated.starts) == 20)
+    np.testing.assert_array_equal(rotated.tokens[:n], bank.tokens)  # rotation 0: the bank
+    assert names[136 * 2 + 5] == f"{names[5]} rotated 180"
+    # 180 degrees: patch q is the original's patch 15 - q with its pixels in reverse order (the
+    # three equal channels make the reversed (h, w, channel) entries the same vector)
+    half = rotated.tokens[2 * n:3 * n]
+    np.testing.assert_allclose(half, bank.tokens[:, ::-1, ::-1], atol=1e-5)
+    assert not np.allclose(rotated.tokens[n:2 * n], bank.tokens, atol=1e-2)
+
+
 def test_patch_tokens_order():
     img = np.arange(16.0).reshape(1, 4, 4)
     tokens = omniglot.patch_tokens(img, 2)

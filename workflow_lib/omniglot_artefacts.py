@@ -21,8 +21,9 @@ from workflow_lib.paths import icl, omniglot
 from workflow_lib.paths.omniglot_train import Trained
 
 SPLITS = omniglot.SPLITS
-DATA_KEYS = ("data_dir", "train_archive", "test_archive", "validation_fraction", "image_size",
-             "patch", "positional_scale", "label_scale", "n_train", "n_validation", "n_test")
+DATA_KEYS = ("data_dir", "train_archive", "test_archive", "augment_rotations",
+             "validation_fraction", "image_size", "patch", "positional_scale", "label_scale",
+             "n_train", "n_validation", "n_test")
 STAGE_KEYS = {  # the omniglot config keys each stage depends on, besides DATA_KEYS
     "omniglot_data": (),
     "omniglot_train": ("network", "training"),

@@ -85,8 +85,13 @@ def patch_tokens(images: np.ndarray, patch: int, eps: float = 1e-5) -> np.ndarra
     return ((p - mu) / np.sqrt(var + eps)).astype(np.float32)
 
 
-def load_bank(archive: str | Path, size: int, patch: int) -> tuple[Bank, list[str]]:
-    """The preprocessed images of an archive and the character names (index = ``character``)."""
+def load_bank(archive: str | Path, size: int, patch: int,
+              rotations: bool = False) -> tuple[Bank, list[str]]:
+    """The preprocessed images of an archive and the character names (index = ``character``).
+
+    ``rotations``: also every character rotated by 90, 180 and 270 degrees, each a new character
+    (class augmentation, the paper's code's ``--augment_omniglot``): 4x the characters, those of
+    rotation k numbered after those of rotation k - 1."""
     if size % patch:
         raise ValueError(f"image size {size} is not a multiple of the patch size {patch}")
     drawings, names = read_drawings(archive)
@@ -95,9 +100,15 @@ def load_bank(archive: str | Path, size: int, patch: int) -> tuple[Bank, list[st
         for d in drawings
     ])
     characters = sorted(set(names))
-    index = {c: i for i, c in enumerate(characters)}
-    tokens = patch_tokens((resized - MEAN) / STD, patch)
-    return Bank(tokens, np.array([index[c] for c in names], np.int32)), characters
+    number = {c: i for i, c in enumerate(characters)}
+    index = np.array([number[c] for c in names], np.int32)
+    turns = range(4) if rotations else range(1)
+    images = (resized - MEAN) / STD
+    tokens = np.concatenate([patch_tokens(np.rot90(images, k, axes=(1, 2)), patch)
+                             for k in turns])
+    character = np.concatenate([index + k * len(characters) for k in turns])
+    named = [c if k == 0 else f"{c} rotated {90 * k}" for k in turns for c in characters]
+    return Bank(tokens, character), named
 
 
 def positional_encoding(tokens: int, width: int) -> np.ndarray:
@@ -191,12 +202,14 @@ SPLITS = ("train", "validation", "test")
 def dataset(key: jax.Array, train_archive: str | Path, test_archive: str | Path,
             cfg: dict) -> tuple[dict[str, np.ndarray], dict[str, object]]:
     """The datasets and attributes of the study's data: training characters all of
-    ``train_archive``; the characters of ``test_archive`` split at random into validation
+    ``train_archive`` (with ``cfg['augment_rotations']`` also rotated, ``load_bank``); the
+    characters of ``test_archive`` split at random into validation
     (``cfg['validation_fraction']``) and test characters. Datasets per split: ``tokens/{split}:
     (n, n_patches, N0)``, ``character/{split}: (n,)``, ``episodes/{split}/{images,
     context_labels, y}`` (``cfg['n_{split}']`` balanced episodes); ``embeddings/{position,
     label}``. ``key`` -> character split, embeddings, train, validation, test episodes."""
-    train, train_names = load_bank(train_archive, cfg["image_size"], cfg["patch"])
+    train, train_names = load_bank(train_archive, cfg["image_size"], cfg["patch"],
+                                   cfg["augment_rotations"])
     held, held_names = load_bank(test_archive, cfg["image_size"], cfg["patch"])
     k_split, k_emb, *k_episodes = jax.random.split(key, 5)
     order = np.asarray(jax.random.permutation(k_split, held.n_characters))
