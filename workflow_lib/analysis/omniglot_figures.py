@@ -75,7 +75,7 @@ def head_scores(scores: pd.DataFrame, checks: pd.DataFrame) -> plt.Figure:
     for layer, rows in scores.groupby("layer"):
         ax.scatter(rows["score"], 100 * rows["drop"], label=f"layer {layer}", s=25)
         for _, r in rows.iterrows():
-            ax.annotate(f"({layer}){r['head']}", (r["score"], 100 * r["drop"]), fontsize=6,
+            ax.annotate(f"({layer}){int(r['head'])}", (r["score"], 100 * r["drop"]), fontsize=6,
                         textcoords="offset points", xytext=(3, 3))
     ax.axhline(0, color="0.7", lw=0.8)
     ax.set_xlabel("head score (normalised)")
