@@ -2,7 +2,9 @@
 
 Every file carries the attributes ``schema`` (e.g. ``potts-samples/1``), ``created``,
 ``workflow_lib_version``, ``git_commit``, ``config_digest``, ``config`` (the JSON of the params the
-job depended on), ``seeds`` and the versions of jax, numpy and h5py. It is written under a
+job depended on), ``seeds``, the versions of jax, numpy and h5py, and the compute context that can
+change float results (``xla_flags``, ``host_cpus``: float32 transformer training differs in its
+last digits between one and several XLA threads). It is written under a
 temporary name in the target folder and renamed when complete, so an interrupted job never leaves
 a file that looks complete.
 """
@@ -76,6 +78,8 @@ def provenance(params: Mapping[str, Any], seeds: Mapping[str, int]) -> dict[str,
         "jax_version": jax.__version__,
         "numpy_version": np.__version__,
         "h5py_version": h5py.__version__,
+        "xla_flags": os.environ.get("XLA_FLAGS", ""),
+        "host_cpus": str(os.cpu_count()),
     }
 
 
