@@ -250,6 +250,9 @@ def test_spectral_and_random_starts_keep_the_lowest_objective(potts):
     assert both["converged"] and both["start"] == "spectral_and_random"
     # here both random starts end in a local minimum (see the test above): the spectral one wins
     assert objective["spectral"] < objective["random"] and both["best_restart"] == 0
+    # ... and no random start reached the spectral one's minimum
+    assert (both["starts"], both["starts_at_best"]) == (3, 1)
+    assert fits["random"].metrics["starts_at_best"] >= 1
 
 
 def test_training_is_deterministic_and_transformer_learns(potts):

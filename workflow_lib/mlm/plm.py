@@ -207,6 +207,10 @@ def fit_plm(
     ok = [res.grad_norm <= grad_tol for res in fits]
     best = min(range(len(fits)), key=lambda k: (not ok[k], fits[k].fun))
     res = fits[best]
+    # converged starts that ended at the kept objective (relative 1e-6): 1 of several means the
+    # minimum was found once and a lower one may exist
+    at_best = sum(o and f.fun <= res.fun + 1e-6 * abs(res.fun)
+                  for o, f in zip(ok, fits, strict=True))
     params = unravel(jnp.asarray(res.x))
 
     data_loss = jax.jit(partial(_data_loss, fam, spec))
@@ -236,6 +240,8 @@ def fit_plm(
         "grad_tol": grad_tol,
         "converged": bool(ok[best]),
         "restarts_converged": int(sum(ok)),
+        "starts_at_best": int(at_best),
+        "starts": len(fits),
         "stop_reason": str(res.message),
         "start": "given" if given else {"full": "zero", "factored_from_truth": "truth"}.get(
             kind, cfg["start"]),

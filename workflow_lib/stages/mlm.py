@@ -100,7 +100,8 @@ def sample_complexity(job: Job) -> None:
 
     Datasets: ``M: (n_M,)``, ``test_loss``, ``test_loss_heldout``, ``train_loss``, ``pearson_r``,
     ``grad_norm``, ``converged``, ``best_start`` (the start that won: 0 is the spectral one
-    when there is one): ``(n_M,)``; attribute ``test_overlap`` (fraction of the test
+    when there is one), ``starts_at_best`` (converged starts that ended at the kept objective):
+    ``(n_M,)``; attribute ``test_overlap`` (fraction of the test
     sequences in the full training set) and ``all_converged``.
     """
     p = job.params
@@ -114,14 +115,16 @@ def sample_complexity(job: Job) -> None:
     cfg = {"l2_full": p["l2_full"],
            **{k: sc[k] for k in ("start", "l2", "max_iter", "restarts", "grad_tol")}}
     names = ("test_loss", "test_loss_heldout", "train_loss", "pearson_r", "grad_norm")
-    rows, converged, best = [], [], []
+    rows, converged, best, at_best = [], [], [], []
     for M in sizes:
         fit = fit_plm("factored", cfg, train_seqs[:M], test_seqs, J, U, beta, key)
         rows.append([fit.metrics[k] for k in names])
         converged.append(fit.metrics["converged"])
         best.append(fit.metrics["best_restart"])
+        at_best.append(fit.metrics["starts_at_best"])
         log.info("M = %d: test loss %.4f, train loss %.4f, max |gradient| %.1e, start %d "
-                 "(%s): %s", M, rows[-1][0], rows[-1][2], rows[-1][4], best[-1], sc["start"],
+                 "(%s), %d of %d starts at that minimum: %s", M, rows[-1][0], rows[-1][2],
+                 rows[-1][4], best[-1], sc["start"], at_best[-1], fit.metrics["starts"],
                  "converged" if converged[-1] else "NOT CONVERGED")
     if not all(converged):
         log.warning("sample complexity r%d: %d of %d fits NOT CONVERGED (M = %s)",
@@ -130,7 +133,8 @@ def sample_complexity(job: Job) -> None:
     columns = dict(zip(names, np.array(rows).T, strict=True))
     write_artefact(
         job.output["curve"], SAMPLE_COMPLEXITY,
-        {"M": sizes, **columns, "converged": np.array(converged), "best_start": np.array(best)},
+        {"M": sizes, **columns, "converged": np.array(converged), "best_start": np.array(best),
+         "starts_at_best": np.array(at_best)},
         p, seeds={"seed": p["seed"], "realisation": p["realisation"]},
         attrs={"L": J.shape[0], "C": U.shape[0], "optimal_loss": fit.optimal_loss, "beta": beta,
                "n_test": len(test_seqs), "grad_tol": float(sc["grad_tol"]), "start": sc["start"],
