@@ -207,9 +207,10 @@ def fit_plm(
     ok = [res.grad_norm <= grad_tol for res in fits]
     best = min(range(len(fits)), key=lambda k: (not ok[k], fits[k].fun))
     res = fits[best]
-    # converged starts that ended at the kept objective (relative 1e-6): 1 of several means the
+    # converged starts that ended at the kept objective (relative 1e-4; distinct minima lie 1e-3
+    # to 1e-1 apart at paper scale, the same one up to 5e-6 by tolerance): 1 of several means the
     # minimum was found once and a lower one may exist
-    at_best = sum(o and f.fun <= res.fun + 1e-6 * abs(res.fun)
+    at_best = sum(o and f.fun <= res.fun + 1e-4 * abs(res.fun)
                   for o, f in zip(ok, fits, strict=True))
     params = unravel(jnp.asarray(res.x))
 
