@@ -4,7 +4,7 @@ import pytest
 import yaml
 
 from tests.conftest import ROOT
-from workflow_lib.config import ConfigError, digest, load_config, read_config_file
+from workflow_lib.config import ConfigError, digest, load_config, load_schema, read_config_file
 
 
 def test_defaults_are_filled():
@@ -73,5 +73,9 @@ def test_schema_defaults_are_the_code_defaults():
         assert (d["max_iter"], d["restarts"], d["l2"]) == (filled["plm"]["max_iter"],
             filled["plm"]["restarts"], filled["plm"][f"l2_{family(kind)}"])  # fmt: skip
     assert MarkovTask().tokens == filled["paths"]["tokens"] == schema_default("paths.tokens")
+    # the sample-complexity sweep takes the factored fit's starts: the same names in both places
+    props = load_schema()["properties"]
+    assert (props["sample_complexity"]["properties"]["start"]["enum"]
+            == props["plm"]["properties"]["factored_start"]["enum"])  # fmt: skip
     with pytest.raises(KeyError, match="no default"):
         schema_default("training.no_such_key")

@@ -101,9 +101,8 @@ def sample_complexity(job: Job) -> None:
     Datasets: ``M: (n_M,)``, ``test_loss``, ``test_loss_heldout``, ``train_loss``, ``pearson_r``,
     ``grad_norm``, ``converged``, ``best_start`` (the start that won: 0 is the spectral one
     when there is one), ``starts_at_best`` (converged starts that ended within 1e-4 of the kept
-    objective, relative):
-    ``(n_M,)``; attribute ``test_overlap`` (fraction of the test
-    sequences in the full training set) and ``all_converged``.
+    objective, relative): ``(n_M,)``; attribute ``test_overlap`` (fraction of the test sequences
+    in the full training set) and ``all_converged``.
     """
     p = job.params
     sc = p["sample_complexity"]
