@@ -4,7 +4,9 @@ Run: ``python benchmarks/bench_train.py [--quick]``.
 
 1. Steps/s of every architecture (Adam, batch 100, 2 restarts side by side, compilation and
    evaluation excluded) and the cost of one evaluation, on the paper-sized problem: L = C = 20,
-   M = 3000 training and 1000 test sequences.
+   M = 3000 training and 1000 test sequences; with the floating-point work of one step (XLA's
+   count for one restart: gradient and Adam update), the arithmetic rate it reaches, to set next
+   to the rate of the transformers' largest matrix product alone (printed above the table).
 2. Wall time, compilation included, for factored attention (best of two restarts) to end within
    1 % of the optimal test loss, for the fewest epochs of a short ladder that get there, next to
    the pseudo-likelihood baselines by L-BFGS on the same data. "warm": in this process, after other
@@ -28,13 +30,16 @@ import time
 from pathlib import Path
 
 import jax
+import jax.numpy as jnp
 import numpy as np
+import optax
+from jax import lax
 
 import workflow_lib  # noqa: F401  (float64 on)
 from workflow_lib.config import schema_default
-from workflow_lib.mlm.models import ARCHS
+from workflow_lib.mlm.models import ARCHS, arch_spec, init
 from workflow_lib.mlm.plm import fit_plm
-from workflow_lib.mlm.train import train_mlm
+from workflow_lib.mlm.train import mlm_loss, train_mlm
 from workflow_lib.potts.gibbs import independent_chains
 from workflow_lib.potts.model import random_colour_couplings, random_couplings
 
@@ -58,6 +63,43 @@ def make_data(seed: int = 0) -> dict[str, np.ndarray]:
 def fit(arch: str, cfg: dict, data: dict[str, np.ndarray]):
     return train_mlm(arch, cfg, data["train"], data["test"], data["J"], data["U"], BETA,
                      jax.random.key(1))  # fmt: skip
+
+
+def step_flops(arch: str, cfg: dict, batch: int) -> float:
+    """XLA's floating-point operation count of one training step of one restart: the gradient
+    of the mini-batch loss and the Adam update."""
+    spec = arch_spec(arch, cfg, L, C)
+    params = init(spec, jax.random.key(0))
+    opt = optax.adam(1e-3)
+    seqs = jnp.zeros((batch, L), jnp.int32)
+    sites = jnp.zeros(batch, jnp.int32) if spec.kind == "transformer" else None
+
+    def step(params, opt_state):
+        grads = jax.grad(lambda p: mlm_loss(spec, p, seqs, sites))(params)
+        updates, opt_state = opt.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state
+
+    cost = jax.jit(step).lower(params, opt.init(params)).compile().cost_analysis()
+    return float((cost[0] if isinstance(cost, list) else cost)["flops"])
+
+
+def matmul_rate(rows: int, inner: int, cols: int, repeats: int = 200) -> float:
+    """FLOP/s of ``(rows, inner) @ (inner, cols)`` float32 products in a ``lax.scan`` (each
+    feeding the next, so none is skipped): the ceiling for a model built of such products."""
+    rng = np.random.default_rng(0)
+    x = jnp.asarray(rng.normal(size=(rows, inner)), jnp.float32)
+    ws = jnp.asarray(0.1 * rng.normal(size=(repeats, inner, cols)), jnp.float32)
+    run = jax.jit(lambda x: lax.scan(lambda x, w: (x + 1e-3 * (x @ w)[:, :inner], None), x,
+                                     ws)[0])  # fmt: skip
+    run(x).block_until_ready()
+    best = min(timed_once(lambda: run(x).block_until_ready()) for _ in range(5))
+    return repeats * 2 * rows * inner * cols / best
+
+
+def timed_once(fn) -> float:
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
 
 
 def cold_run(path: str, epochs: int) -> None:
@@ -92,7 +134,13 @@ def main() -> None:
     print("\n1. training speed (Adam, batch 100, 2 restarts side by side)")
     print("   steps/s: marginal rate between runs of E and 2E epochs, evaluated at the end only;")
     print("   eval s: one evaluation (all sites of the 1000 test sequences, both restarts)")
-    print(f"{'arch':<18}{'E':>4}{'steps/s':>10}{'eval s':>9}{'compile s':>11}{'test/opt':>10}")
+    print("   MFLOP: one step of one restart (XLA's count); GFLOP/s: steps/s x restarts x MFLOP")
+    dim = schema_default("training.model_dim")
+    rows, cols = ADAM["batch_size"] * L, 3 * dim  # the transformers' query-key-value product
+    print(f"   ceiling: ({rows} x {dim}) @ ({dim} x {cols}) products alone: "
+          f"{matmul_rate(rows, dim, cols) / 1e9:.1f} GFLOP/s")
+    print(f"{'arch':<18}{'E':>4}{'steps/s':>10}{'eval s':>9}{'compile s':>11}{'test/opt':>10}"
+          f"{'MFLOP':>8}{'GFLOP/s':>9}")  # fmt: skip
     for arch in args.archs:
         transformer = arch.startswith("vanilla")
         E = (2 if transformer else 5) if args.quick else (5 if transformer else 20)
@@ -104,8 +152,10 @@ def main() -> None:
         eval_s = (busy[2] - busy[0]) / (E - 1)
         m = runs[1].metrics
         ratio = m["test_loss"] / runs[1].optimal_loss
+        flops = step_flops(arch, cfg, ADAM["batch_size"])
+        gflops = rate * ADAM["restarts"] * flops / 1e9
         print(f"{arch:<18}{E:>4}{rate:>10.0f}{eval_s:>9.3f}{m['compile_seconds']:>11.2f}"
-              f"{ratio:>10.4f}")  # fmt: skip
+              f"{ratio:>10.4f}{flops / 1e6:>8.1f}{gflops:>9.1f}")  # fmt: skip
 
     if args.speed_only:
         return None
