@@ -91,7 +91,7 @@ def test_single_chain_is_block_and_batch_invariant(tiny_model):
 def test_inverse_cdf_draw_frequencies():
     logits = jnp.array([0.0, 1.0, -1.0, 2.0])
     u = jax.random.uniform(jax.random.key(0), (200_000,))
-    draws = np.asarray(gibbs.inverse_cdf_draw(jnp.broadcast_to(logits[:, None], (4, 200_000)), u))
+    draws = np.asarray(gibbs.inverse_cdf_draw(jnp.broadcast_to(logits, (200_000, 4)), u))
     p = np.asarray(jax.nn.softmax(logits))
     freq = np.bincount(draws, minlength=4) / draws.size
     assert np.all(np.abs(freq - p) < 5 * np.sqrt(p * (1 - p) / draws.size))
@@ -109,19 +109,19 @@ def integer_model(key: int, L: int, C: int) -> tuple[np.ndarray, np.ndarray]:
     return (J + J.T).astype(np.float64), (U + np.triu(U, 1).T).astype(np.float64)
 
 
-def kernel_fields(s, bJ, Ucols, offset) -> np.ndarray:
+def kernel_fields(s, bJ, Urows, offset) -> np.ndarray:
     """The fields the kernel draws from, every site, ``(B, L, C)``: for each site block of
     ``site_block(L)`` sites (the last one ending at L), ``outside_fields`` at its start plus
     ``site_field`` of each of its sites, on the state ``s: (L, B)`` as it stands."""
     L = s.shape[0]
     K = gibbs.site_block(L)
-    out = np.zeros((s.shape[1], L, Ucols.shape[0]), np.float32)
+    out = np.zeros((s.shape[1], L, Urows.shape[1]), np.float32)
     for i0 in sorted({*range(0, L - K + 1, K), L - K}):
         outside = (None if K == L
-                   else gibbs.outside_fields(s, jnp.int32(i0), K, bJ, Ucols, offset))
+                   else gibbs.outside_fields(s, jnp.int32(i0), K, bJ, Urows, offset))
         for i in range(i0, i0 + K):
-            got = gibbs.site_field(s, jnp.int32(i), jnp.int32(i0), K, outside, bJ, Ucols, offset)
-            out[:, i] = np.asarray(got).T
+            got = gibbs.site_field(s, jnp.int32(i), jnp.int32(i0), K, outside, bJ, Urows, offset)
+            out[:, i] = np.asarray(got)
     return out
 
 
@@ -134,16 +134,16 @@ def test_site_field_equals_local_fields(L):  # last overlapping the one before (
     beta = 2.0
     s = jax.random.randint(jax.random.key(L), (L, B), 0, C, jnp.int32)
     want = np.asarray(model.local_fields(s.T, J, U, beta))  # (B, L, C)
-    got = kernel_fields(s, jnp.asarray(beta * J, jnp.float32), jnp.asarray(U, jnp.float32), 0)
+    got = kernel_fields(s, jnp.asarray(beta * J, jnp.float32), jnp.asarray(U.T, jnp.float32), 0)
     np.testing.assert_array_equal(got, want)
     # per chain: chain b has J_b = (b + 1) J, U_b = U + b
     Js = np.stack([(b + 1) * J for b in range(B)])
     Us = np.stack([U + b for b in range(B)])
     want = np.stack([np.asarray(model.local_fields(s.T[b], Js[b], Us[b], beta)) for b in range(B)])
     bJ = jnp.asarray(np.moveaxis(beta * Js, 0, -1), jnp.float32)
-    Ucols = jnp.asarray(np.moveaxis(Us, 0, 1).reshape(C, B * C), jnp.float32)
+    Urows = jnp.asarray(np.moveaxis(Us, 1, 2).reshape(B * C, C), jnp.float32)
     offset = jnp.arange(B, dtype=jnp.int32) * C
-    np.testing.assert_array_equal(kernel_fields(s, bJ, Ucols, offset), want)
+    np.testing.assert_array_equal(kernel_fields(s, bJ, Urows, offset), want)
 
 
 def reference_sweep(s: np.ndarray, u: np.ndarray, J, U, betas) -> np.ndarray:

@@ -22,7 +22,7 @@ def test_sweep_chains_is_the_per_chain_kernel(tiny_model):
         s = np.asarray(state[:, b]).copy()
         for i in range(4):
             logits = model.local_fields(jnp.asarray(s), J, U, float(betas[b]))[i]
-            draw = gibbs.inverse_cdf_draw(logits[:, None].astype(jnp.float32), u[i, b : b + 1])
+            draw = gibbs.inverse_cdf_draw(logits[None].astype(jnp.float32), u[i, b : b + 1])
             s[i] = int(draw[0])
         np.testing.assert_array_equal(np.asarray(out[:, b]), s)
 

@@ -12,10 +12,11 @@ in blocks of K consecutive sites (``site_block``: K = L below L = 64, else 16). 
 start one contraction gives the fields on its K sites from all sites outside it
 (``outside_fields``, O(K L C) per chain, as a matrix product); then its sites are drawn in order,
 each adding the block's own K terms ``beta J_ij U[:, s_j]`` as one fused chain of gathers
-(``site_field``), so each draw sees every earlier update. The work per update is O(L C) and the
-traced program has a fixed size for L >= 64 (loops over blocks and over sites), so compile time
-does not grow with L. Uniforms are drawn for a chunk of sweeps at once (one random-number call
-per chunk, not per sweep).
+(``site_field``), so each draw sees every earlier update. U is held by columns as rows (each
+gather reads C adjacent numbers) and the fields are chain-first, ``(B, C)``. The work per
+update is O(L C) and the traced program has a fixed size for L >= 64 (loops over blocks and
+over sites), so compile time does not grow with L. Uniforms are drawn for a chunk of sweeps at
+once (one random-number call per chunk, not per sweep).
 ``independent_chains`` runs many chains of one model; ``single_chain`` (the paper's protocol)
 runs one chain per realisation, each with its own J, U, beta, batched the same way.
 
@@ -49,12 +50,12 @@ kernel_jit = partial(jax.jit, compiler_options=KERNEL_COMPILER_OPTIONS)
 
 
 def inverse_cdf_draw(logits: Array, u: Array) -> Array:
-    """Draw colours from ``softmax(logits)`` along axis 0 by inverse CDF.
+    """Draw colours from ``softmax(logits)`` along the last axis by inverse CDF.
 
-    ``logits: (C, ...)``, ``u: (...)`` uniform in [0, 1) -> int32 ``(...)``. Unrolled over the C
-    rows so that everything stays elementwise over the trailing (chain) axes.
+    ``logits: (..., C)``, ``u: (...)`` uniform in [0, 1) -> int32 ``(...)``. Unrolled over the C
+    colours so that everything stays elementwise over the leading (chain) axes.
     """
-    rows = [logits[a] for a in range(logits.shape[0])]
+    rows = [logits[..., a] for a in range(logits.shape[-1])]
     top = rows[0]
     for r in rows[1:]:
         top = jnp.maximum(top, r)
@@ -123,48 +124,49 @@ def site_block(L: int) -> int:
     return L if L < BLOCK_KERNEL_FROM else SITE_BLOCK
 
 
-def outside_fields(state: Array, i0: Array | int, K: int, bJ: Array, Ucols: Array,
+def outside_fields(state: Array, i0: Array | int, K: int, bJ: Array, Urows: Array,
                    offset: Array | int) -> Array:
-    """Fields on the K sites ``i0..i0+K-1`` from all sites outside them, ``(K, C, B)``:
-    ``h(k, a, b) = sum_{j not in block} bJ[i0 + k, j(, b)] U_b[a, s_j]``, one contraction.
+    """Fields on the K sites ``i0..i0+K-1`` from all sites outside them, ``(K, B, C)``:
+    ``h(k, b, a) = sum_{j not in block} bJ[i0 + k, j(, b)] U_b[a, s_j]``, one contraction.
 
     ``state: (L, B)`` int32; ``bJ = beta * J``: ``(L, L)`` shared or ``(L, L, B)`` per chain;
-    column ``offset + a`` of ``Ucols: (C, M)`` is ``U[:, a]`` of a chain (``offset``: 0 or
-    ``(B,)``). Indices are in range, so gathers use ``mode="clip"`` (``take``'s default NaN fill
-    costs).
+    row ``offset + c`` of ``Urows: (M, C)`` is ``U[:, c]`` of a chain (``offset``: 0 or
+    ``(B,)``), so a gather reads C contiguous numbers (1.1-2.8x the updates/s of gathering
+    columns, most with many chains; ``benchmarks/bench_gibbs.py``). Indices are in range, so
+    gathers use ``mode="clip"`` (``take``'s default NaN fill costs).
     """
     L = state.shape[0]
-    G = jnp.take(Ucols, state + offset, axis=1, mode="clip")  # (C, L, B)
+    G = jnp.take(Urows, state + offset, axis=0, mode="clip")  # (L, B, C)
     rows = lax.dynamic_slice_in_dim(bJ, i0, K)  # (K, L) or (K, L, B)
     j = jnp.arange(L)
     inside = (j >= i0) & (j < i0 + K)
     rows = jnp.where(inside[:, None] if rows.ndim == 3 else inside, 0.0, rows)
     if rows.ndim == 2:
-        return jnp.einsum("kj,ajb->kab", rows, G)
-    return jnp.einsum("kjb,ajb->kab", rows, G)
+        return jnp.einsum("kj,jba->kba", rows, G)
+    return jnp.einsum("kjb,jba->kba", rows, G)
 
 
 def site_field(state: Array, i: Array | int, i0: Array | int, K: int, outside: Array | None,
-               bJ: Array, Ucols: Array, offset: Array | int) -> Array:
+               bJ: Array, Urows: Array, offset: Array | int) -> Array:
     """Logits of the conditional of site ``i`` (in the block ``i0..i0+K-1``) for B chains,
-    ``(C, B)``: ``outside[i - i0] + sum_{m < K} bJ[i, i0 + m(, b)] U_b[:, s_{i0+m}]``, the block's
+    ``(B, C)``: ``outside[i - i0] + sum_{m < K} bJ[i, i0 + m(, b)] U_b[:, s_{i0+m}]``, the block's
     sum one fused elementwise chain of K gathers in the order m = 0..K-1.
 
-    ``outside: (K, C, B)`` from ``outside_fields``, or None when the block is the whole chain
+    ``outside: (K, B, C)`` from ``outside_fields``, or None when the block is the whole chain
     (then the sum starts at its first term); other arguments as there. With a zero diagonal in
     ``bJ`` the ``j = i`` term vanishes, as in ``model.local_fields``.
     """
     w = lax.dynamic_slice_in_dim(lax.dynamic_index_in_dim(bJ, i, keepdims=False), i0, K)
-    w = w if bJ.ndim == 3 else w[:, None]  # (K, B) or (K, 1)
+    w = w[..., None] if bJ.ndim == 3 else w[:, None, None]  # (K, B, 1) or (K, 1, 1)
     s = lax.dynamic_slice_in_dim(state, i0, K)  # (K, B)
-    terms = (w[m] * jnp.take(Ucols, s[m] + offset, axis=1, mode="clip") for m in range(K))
+    terms = (w[m] * jnp.take(Urows, s[m] + offset, axis=0, mode="clip") for m in range(K))
     h = next(terms) if outside is None else lax.dynamic_index_in_dim(outside, i - i0, 0, False)
     for term in terms:
         h = h + term
     return h
 
 
-def _sweep(state: Array, u: Array, bJ: Array, Ucols: Array, offset: Array | int) -> Array:
+def _sweep(state: Array, u: Array, bJ: Array, Urows: Array, offset: Array | int) -> Array:
     """One cyclic sweep of B chains (arguments as in ``outside_fields``, ``u: (L, B)``).
 
     Blocks of ``K = site_block(L)`` sites, in order; the last block starts at ``L - K`` and keeps
@@ -178,7 +180,7 @@ def _sweep(state: Array, u: Array, bJ: Array, Ucols: Array, offset: Array | int)
     def block(s: Array, i0: Array | int, first: Array | int, outside: Array | None) -> Array:
         def update(k, s):
             i = i0 + k
-            new = inverse_cdf_draw(site_field(s, i, i0, K, outside, bJ, Ucols, offset), u[i])
+            new = inverse_cdf_draw(site_field(s, i, i0, K, outside, bJ, Urows, offset), u[i])
             if K < L:  # sites of the previous block stay
                 new = jnp.where(i >= first, new, lax.dynamic_index_in_dim(s, i, keepdims=False))
             return lax.dynamic_update_index_in_dim(s, new, i, 0)
@@ -190,7 +192,7 @@ def _sweep(state: Array, u: Array, bJ: Array, Ucols: Array, offset: Array | int)
 
     def next_block(n, s):
         i0 = jnp.minimum(n * K, L - K)
-        return block(s, i0, n * K, outside_fields(s, i0, K, bJ, Ucols, offset))
+        return block(s, i0, n * K, outside_fields(s, i0, K, bJ, Urows, offset))
 
     return lax.fori_loop(0, -(-L // K), next_block, state)
 
@@ -206,7 +208,7 @@ def sweep_chains(state: Array, u: Array, bJ: Array, U: Array) -> Array:
     couplings, as in the tests), otherwise up to the rounding of the block contraction.
     Jit-traceable, usable inside ``lax.scan``.
     """
-    return _sweep(state, u, bJ.astype(F32), U.astype(F32), 0)
+    return _sweep(state, u, bJ.astype(F32), U.T.astype(F32), 0)
 
 
 def _chunk(n: int, sweep_bytes: int) -> int:
@@ -254,7 +256,7 @@ def _chains_block(key, J, U, beta, state, t0, *, n_sweeps: int, n_monitor: int):
     Jf, Uf = J.astype(F32), U.astype(F32)
     return _sweeps(
         _split_chains(state), t0 + jnp.arange(n_sweeps),
-        lambda t: _split_chains(_uniforms(key, t, (L, B))), ((beta * J).astype(F32), Uf, 0),
+        lambda t: _split_chains(_uniforms(key, t, (L, B))), ((beta * J).astype(F32), Uf.T, 0),
         lambda st: energy(_monitored(st, n_monitor), Jf, Uf),
     )
 
@@ -295,13 +297,13 @@ def _per_chain(keys: Array, J: Array, U: Array, beta: Array) -> tuple[tuple, Cal
     """
     R, L, C = J.shape[0], J.shape[1], U.shape[1]
     bJ = jnp.moveaxis(beta[:, None, None] * J, 0, -1).astype(F32)  # (L, L, R)
-    Ucols = jnp.moveaxis(U, 0, 1).reshape(C, R * C).astype(F32)  # [a, r C + b] = U[r, a, b]
+    Urows = jnp.moveaxis(U, 1, 2).reshape(R * C, C).astype(F32)  # [r C + c, a] = U[r, a, c]
     offset = jnp.arange(R, dtype=jnp.int32) * C
 
     def uniforms(t: Array) -> Array:
         return jax.vmap(lambda k: _uniforms(k, t, (L,)))(keys).T
 
-    return (bJ, Ucols, offset), uniforms
+    return (bJ, Urows, offset), uniforms
 
 
 @partial(kernel_jit, static_argnames="n_sweeps")
