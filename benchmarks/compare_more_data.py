@@ -32,7 +32,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from workflow_lib.artefacts import load_samples, read_artefact
+from workflow_lib.artefacts import atomic_path, load_samples, read_artefact
 from workflow_lib.config import load_config, read_config_file
 from workflow_lib.mlm.plm import fit_plm, plm_config
 from workflow_lib.mlm.train import train_mlm
@@ -62,12 +62,9 @@ def cached_sequences(a: argparse.Namespace) -> np.ndarray:
             return f["train"][...]
     seqs = more_sequences(a.samples, a.factor, a.seed, a.blocks)
     if a.cache:
-        Path(a.cache).parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(f"{a.cache}.tmp")
-        with h5py.File(tmp, "w") as f:
+        with atomic_path(a.cache) as tmp, h5py.File(tmp, "w") as f:
             f["train"] = seqs
             f.attrs.update(seed=a.seed, factor=a.factor, source=str(a.samples))
-        tmp.replace(a.cache)
     return seqs
 
 
@@ -86,7 +83,6 @@ def main() -> None:
     ap.add_argument("--config", default="config/paper.yaml", help="training section for --mlm")
     a = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    jax.config.update("jax_enable_x64", True)
     train, test, J, U, beta = load_samples(a.samples)
     mlm = {**load_config(read_config_file(a.config))["training"], "restarts": a.mlm_restarts,
            "epochs": a.mlm_epochs}
