@@ -42,7 +42,7 @@ TINY_ALL = {
                  "sampler": {"warmup": 10, "samples": 10, "chains": 1}},
 }
 
-# What a workflow copy holds besides its own workflow_lib and schemas (``data`` is linked). Not
+# What a workflow copy holds besides its own workflow_lib (``data`` is linked). Not
 # the quick preset config.yaml: the Snakefile would merge it under the test's config file.
 WORKFLOW_FILES = ("Snakefile", "rules", "slurm", "report")
 
@@ -61,11 +61,11 @@ def snakemake(tmp: Path, config: Path, *args: str, timeout: int = 600):
 
 
 def repo_copy(dest: Path) -> Path:
-    """The workflow with its own copy of ``workflow_lib`` and ``schemas`` in ``dest`` (the
+    """The workflow with its own copy of ``workflow_lib`` in ``dest`` (the
     Omniglot data linked): run it with ``copy_env(dest)`` so that this copy is imported (and
     hashed for the code digests), and may be edited."""
     dest.mkdir(parents=True, exist_ok=True)
-    for name in (*WORKFLOW_FILES, "workflow_lib", "schemas"):
+    for name in (*WORKFLOW_FILES, "workflow_lib"):
         src = ROOT / name
         if src.is_dir():
             shutil.copytree(src, dest / name, ignore=shutil.ignore_patterns("__pycache__"))

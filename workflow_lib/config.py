@@ -1,6 +1,6 @@
 """Configuration: JSON-schema validation with defaults, and one-line errors.
 
-The schema (``schemas/config.schema.json``) is the single source of the allowed keys, ranges and
+The schema (``workflow_lib/schemas/config.schema.json``, read with ``importlib.resources``) is the single source of the allowed keys, ranges and
 defaults. ``load_config`` validates a config mapping, fills the defaults and returns a new dict;
 any problem raises ``ConfigError`` whose message is one line naming the key, the value and what
 is allowed.
@@ -9,16 +9,18 @@ is allowed.
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import json
 from collections.abc import Mapping
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import yaml
 
-SCHEMA_PATH = Path(__file__).resolve().parents[1] / "schemas" / "config.schema.json"
+SCHEMA = resources.files("workflow_lib") / "schemas" / "config.schema.json"
 
 
 class ConfigError(ValueError):
@@ -26,7 +28,13 @@ class ConfigError(ValueError):
 
 
 def load_schema() -> dict:
-    return json.loads(SCHEMA_PATH.read_text())
+    """The config schema (a fresh copy: callers may modify it)."""
+    return copy.deepcopy(_schema())
+
+
+@functools.cache
+def _schema() -> dict:
+    return json.loads(SCHEMA.read_text())
 
 
 def schema_default(key: str) -> Any:
