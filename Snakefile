@@ -4,25 +4,29 @@
     snakemake --cores 8 --configfile config/paper.yaml # the papers' protocol
     snakemake --profile slurm                          # on a SLURM cluster (slurm/config.yaml)
     snakemake --report report.html                     # every figure with its caption
+
+Each study's rules live in its folder, workflow_lib/studies/<study>/rules.smk, and read its
+registry (workflow_lib/studies/<study>/registry.py).
 """
+
+import workflow_lib.studies
 
 
 configfile: "config.yaml"
 
 
-include: "rules/common.smk"
-include: "rules/potts.smk"
-include: "rules/train.smk"
-include: "rules/theory.smk"
-include: "rules/figures.smk"
-include: "rules/paths.smk"
-include: "rules/omniglot.smk"
+include: os.path.join(os.path.dirname(workflow_lib.studies.__file__), "common.smk")
+
+
+for _study in STUDY_NAMES:
+
+    include: study_rules(_study)
 
 
 rule all:
     default_target: True
     input:
-        expand(f"{RESULTS}/figures/{{panel}}.{{ext}}", panel=PANELS, ext=("png", "pdf")),
+        POTTS_FIGURES,
         PATHS_FIGURES,
         OMNIGLOT_FIGURES,
 

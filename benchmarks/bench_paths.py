@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 
 import workflow_lib  # noqa: F401  (float64)
-from workflow_lib.paths import model, sampling, tasks, theory
+from workflow_lib.attention import model, sampling, tasks, theory
 
 T_RIDGE = 0.01
 

@@ -35,8 +35,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from workflow_lib.artefacts import load_samples
-from workflow_lib.mlm.overlap import in_training_set
 from workflow_lib.mlm.plm import coupling_logits, fit_plm
+from workflow_lib.sequences import in_training_set
 
 # pydca's residue letters for the states 0..19 of its protein alphabet (gap: 20).
 LETTERS = "ACDEFGHIKLMNPQRSTVWY"

@@ -4,7 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from workflow_lib.analysis import aggregate, figures
+from workflow_lib.studies.potts_paper import figures
+from workflow_lib.studies.potts_paper import tables as aggregate
 
 
 def test_summarise_mean_sem_n():

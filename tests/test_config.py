@@ -58,12 +58,12 @@ def test_digest_is_order_independent():
 
 def test_schema_defaults_are_the_code_defaults():
     """Code defaults are read from the schema (``schema_default``), never a second copy."""
-    from workflow_lib.architectures import PLM_KINDS
+    from workflow_lib.attention.tasks import MarkovTask
     from workflow_lib.config import schema_default
+    from workflow_lib.mlm.architectures import PLM_KINDS
     from workflow_lib.mlm.models import ArchSpec
     from workflow_lib.mlm.plm import family, plm_config
     from workflow_lib.mlm.train import TRAIN_DEFAULTS
-    from workflow_lib.paths.tasks import MarkovTask
 
     filled = load_config({})
     assert TRAIN_DEFAULTS == {k: filled["training"][k] for k in TRAIN_DEFAULTS}

@@ -9,18 +9,19 @@ import pandas as pd
 import pytest
 
 import workflow_lib  # noqa: F401  (enables float64)
-from workflow_lib.analysis import aggregate
+from workflow_lib import sequences as overlap
 from workflow_lib.artefacts import MLM_TRAIN, POTTS_SAMPLES, read_artefact, write_artefact
 from workflow_lib.config import schema_defaults
-from workflow_lib.mlm import models, overlap, plm, train
+from workflow_lib.mlm import models, plm, train
 from workflow_lib.potts.model import (
     exact_distribution,
     optimal_loss,
     random_colour_couplings,
     random_couplings,
 )
-from workflow_lib.stages import Job
-from workflow_lib.stages import mlm as stages_mlm
+from workflow_lib.registry import Job
+from workflow_lib.registry import mlm as stages_mlm
+from workflow_lib.studies.potts_paper import tables as aggregate
 
 jax.config.update("jax_enable_x64", True)  # explicit, in case this module runs first
 

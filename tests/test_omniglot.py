@@ -14,14 +14,13 @@ import yaml
 
 from tests.conftest import ROOT
 from workflow_lib import artefacts
-from workflow_lib import omniglot_artefacts as oa
-from workflow_lib.analysis.omniglot_tables import PANEL_TABLES
 from workflow_lib.artefacts import ArtefactError, read_artefact
+from workflow_lib.attention import heads, icl, model
 from workflow_lib.config import load_config
-from workflow_lib.paths import heads, icl, model, omniglot
-from workflow_lib.paths import omniglot_train as training
-from workflow_lib.stages import Job
-from workflow_lib.stages import omniglot as stages
+from workflow_lib.registry import Job
+from workflow_lib.studies.omniglot import data as omniglot
+from workflow_lib.studies.omniglot import stages, training
+from workflow_lib.studies.omniglot.registry import STUDY, stage_params
 
 ARCHIVE = ROOT / "data" / "omniglot" / "images_background_small1.zip"
 
@@ -264,7 +263,7 @@ def test_stages_end_to_end(tiny_run):
                                              net["layers"] * (net["heads"] - 1) + 1)
     checks = pd.read_csv(out / "tables" / "checks.csv")
     assert len(checks) == 5 and checks["holds"].dtype == bool
-    for panel in PANEL_TABLES:
+    for panel in (p.name for p in STUDY.panels):
         for ext in ("png", "pdf"):
             assert (tiny_run / "results" / "figures" / f"{panel}.{ext}").stat().st_size > 1000
     folder = ROOT / cfg["omniglot"]["data_dir"]
@@ -273,9 +272,9 @@ def test_stages_end_to_end(tiny_run):
     other = {**cfg, "seed": cfg["seed"] + 1}
     other_data = str(tiny_run.parent / "other_data.h5")
     stages.omniglot_data(Job(input=archives, output={"data": other_data},
-                             params=oa.stage_params(other, "omniglot_data")))
+                             params=stage_params(other, "omniglot_data")))
     with pytest.raises(ArtefactError, match="trained with other label embeddings"):
         stages.omniglot_features(Job(
             input={"data": other_data, "model": str(out / "model.h5")},
             output={"features": str(tiny_run.parent / "refused.h5")},
-            params=oa.stage_params(cfg, "omniglot_features")))
+            params=stage_params(cfg, "omniglot_features")))

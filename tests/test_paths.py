@@ -14,8 +14,8 @@ import yaml
 
 import workflow_lib  # noqa: F401  (float64)
 from workflow_lib.artefacts import PATHS_SAMPLES, PATHS_THEORY, read_artefact
+from workflow_lib.attention import model, sampling, tasks, theory
 from workflow_lib.config import load_config
-from workflow_lib.paths import model, sampling, tasks, theory
 
 T_RIDGE = 0.01
 TASK = tasks.MarkovTask()  # the paper's sizes: T = 30, D = 200, N0 = 231

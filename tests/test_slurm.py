@@ -19,25 +19,20 @@ import yaml
 
 from tests.slurm_cluster import ClusterError, slurm_unavailable, start_cluster
 from tests.workflow_runs import TINY
+from workflow_lib.config import load_config, merge
+from workflow_lib.registry import rules
 
 REPO = Path(__file__).resolve().parents[1]
 PY = sys.executable
-WORKFLOW = ["Snakefile", "rules", "config.yaml", "config", "slurm"]
+WORKFLOW = ["Snakefile", "config.yaml", "config", "slurm", "report"]
 TARGETS = ["results/potts/r0/samples.h5", "results/potts/r1/samples.h5"]
 RUN_TIMEOUT = 15 * 60
-
-
-def _merge(base: dict, over: dict) -> dict:
-    out = dict(base)
-    for key, value in over.items():
-        out[key] = _merge(out[key], value) if isinstance(out.get(key), dict) else value
-    return out
 
 
 def tiny_config(threads: int = 1, gpu: bool = False) -> dict:
     """Seconds-long sampling: L=5, C=3, fixed beta (no tuning), 300 saved configurations, on top
     of the shared tiny preset (``tests/workflow_runs.py``) so later config checks stay met."""
-    return _merge(TINY, {
+    return merge(TINY, {
         "seed": 0, "realisations": 2, "results": "results",
         "compute": {"threads": threads, "gpu": gpu},
         "potts": {"L": 5, "C": 3, "U": "gaussian", "beta": 0.5},
@@ -86,21 +81,15 @@ def profile() -> dict:
     return yaml.safe_load((REPO / "slurm" / "config.yaml").read_text())
 
 
-def expected_resources(rule: str) -> dict:
-    prof = profile()
-    res = dict(prof["default-resources"])
-    res.update((prof.get("set-resources") or {}).get(rule, {}))
-    return res
-
-
 def dry_run_jobs(text: str) -> list[tuple[str, dict]]:
-    """``[(rule, {"threads": int, "resources": {key: str}})]`` from a ``snakemake -n`` listing."""
+    """``[(rule, {"threads": int, "resources": {key: str}, "wildcards": {key: str}})]`` from a
+    ``snakemake -n`` listing."""
     jobs: list[tuple[str, dict]] = []
     current: dict | None = None
     for line in text.splitlines():
         m = re.match(r"^(?:local)?rule (\w+):\s*$", line)
         if m:
-            current = {"threads": 1, "resources": {}}
+            current = {"threads": 1, "resources": {}, "wildcards": {}}
             jobs.append((m.group(1), current))
             continue
         if current is None:
@@ -112,8 +101,8 @@ def dry_run_jobs(text: str) -> list[tuple[str, dict]]:
         key, value = m.groups()
         if key == "threads":
             current["threads"] = int(value)
-        elif key == "resources":
-            current["resources"] = dict(kv.split("=", 1) for kv in value.split(", "))
+        elif key in ("resources", "wildcards"):
+            current[key] = dict(kv.split("=", 1) for kv in value.split(", "))
     return jobs
 
 
@@ -134,32 +123,50 @@ def test_profile_settings():
 @pytest.mark.slow
 @pytest.mark.parametrize("gpu", [False, True], ids=["cpu", "gpu"])
 def test_dry_run_resources(tmp_path, gpu):
+    """Every job of the default and ``omniglot`` targets gets the runtime and memory its
+    registry entry gives for the config and its wildcards, the profile's partition, its threads
+    and, with ``compute.gpu``, a GPU where the registry asks for one."""
     pytest.importorskip("snakemake_executor_plugin_slurm")
     wd = copy_workflow(tmp_path / "wf")
-    (wd / "tiny.yaml").write_text(yaml.safe_dump(tiny_config(threads=3, gpu=gpu)))
+    cfg = tiny_config(threads=3, gpu=gpu)
+    (wd / "tiny.yaml").write_text(yaml.safe_dump(cfg))
     # --cores: a dry run otherwise caps threads at 1 (a real SLURM run does not)
     rc, out = run(
-        [PY, "-m", "snakemake", *TARGETS, "--profile", "slurm", "--dry-run", "--cores", "64",
-         "--configfile", "tiny.yaml"],
+        [PY, "-m", "snakemake", "all", "omniglot", "--profile", "slurm", "--dry-run",
+         "--cores", "64", "--configfile", "tiny.yaml"],
         wd, snakemake_env(), timeout=300,
     )
     assert rc == 0, out[-5000:]
-    jobs = dry_run_jobs(out)
-    rules = [rule for rule, _ in jobs]
-    assert rules.count("sample") == 2 and rules.count("couplings") == 2, rules
+    registry, full = rules(), load_config(cfg)
+    jobs = [(rule, job) for rule, job in dry_run_jobs(out) if rule not in ("all", "omniglot")]
+    assert {rule for rule, _ in jobs} == set(registry), sorted(rule for rule, _ in jobs)
+    partition = str(profile()["default-resources"]["slurm_partition"])
     for rule, job in jobs:
-        if rule not in ("sample", "couplings"):
-            continue
-        want = expected_resources(rule)
-        res = job["resources"]
-        assert res.get("slurm_partition") == str(want["slurm_partition"]), (rule, res)
-        assert res.get("runtime") == str(want["runtime"]), (rule, res)
-        assert res.get("mem_mb") == str(want["mem_mb"]), (rule, res)
-        assert job["threads"] == (3 if rule == "sample" else 1), (rule, job)
-        if rule == "sample" and gpu:
+        entry, res = registry[rule], job["resources"]
+        want = entry.resources(full, job["wildcards"], attempt=1)
+        assert res.get("slurm_partition") == partition, (rule, res)
+        assert res.get("runtime") == str(want["runtime"]), (rule, res, want)
+        assert res.get("mem_mb") == str(want["mem_mb"]), (rule, res, want)
+        assert job["threads"] == (3 if entry.threaded else 1), (rule, job)
+        if entry.gpu and gpu:
             assert res.get("gpu") == "1", (rule, res)
         else:
             assert "gpu" not in res, (rule, res)
+
+
+def test_resources_grow_with_the_preset_and_the_attempt():
+    quick = load_config(yaml.safe_load((REPO / "config.yaml").read_text()))
+    paper = load_config(yaml.safe_load((REPO / "config" / "paper.yaml").read_text()))
+    wildcards = {"r": "0", "arch": "factored", "kind": "full", "panel": "fig2a",
+                 "experiment": "four_paths", "N": "10"}
+    for name, entry in rules().items():
+        first, second = (entry.resources(quick, wildcards, k) for k in (1, 2))
+        assert first["runtime"] >= 1 and first["mem_mb"] >= 500, (name, first)
+        assert second["runtime"] >= 2 * first["runtime"] - 1, (name, first, second)
+        assert second["mem_mb"] >= 2 * first["mem_mb"] - 1, (name, first, second)
+    for name in ("sample", "train", "plm", "sample_complexity", "replica_sims", "omniglot_train"):
+        q, p = (rules()[name].resources(c, wildcards) for c in (quick, paper))
+        assert p["runtime"] > q["runtime"], (name, q, p)
 
 
 # --- a real local SLURM cluster ---------------------------------------------------------------

@@ -1,8 +1,10 @@
-"""Command line: ``python -m workflow_lib {stage,inspect,check-config} ...``.
+"""Command line: ``python -m workflow_lib {stage,inspect,check-config,omniglot} ...``.
 
 ``stage NAME --job JSON`` runs one workflow stage (what every Snakemake rule calls);
 ``inspect FILE...`` prints an artefact's schema, provenance, datasets and key figures;
-``check-config FILE`` validates a config file. Errors the user can fix are printed as one line.
+``check-config FILE...`` validates config files (merged in order, as ``--configfile`` does);
+``omniglot OUTDIR`` runs the Omniglot study without Snakemake (on a GPU machine, say). Errors the
+user can fix are printed as one line.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import logging
 import os
 import sys
 
-from workflow_lib.stages import STAGES, Job
+from workflow_lib.registry import Job, stages
 
 JOB_XLA_FLAGS = "--xla_cpu_use_fusion_emitters=false"
 SINGLE_THREAD_XLA_FLAGS = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
@@ -43,8 +45,19 @@ def _configure_jax(threads: int) -> None:
 def _run_stage(name: str, job_json: str) -> None:
     job = Job(**json.loads(job_json))
     _configure_jax(job.threads)
-    module, func = STAGES[name].split(":")
+    module, func = stages()[name].split(":")
     getattr(importlib.import_module(module), func)(job)
+
+
+def _run_omniglot(args: argparse.Namespace) -> None:
+    from workflow_lib.config import read_config_files
+
+    files = args.configfile or (["config.yaml"] if os.path.exists("config.yaml") else [])
+    cfg = read_config_files(files, args.set)
+    _configure_jax(args.threads)
+    from workflow_lib.studies.omniglot.runner import run_study
+
+    run_study(cfg, args.outdir, cfg["omniglot"]["data_dir"], args.model, args.train_only)
 
 
 def _inspect(path: str) -> str:
@@ -66,12 +79,20 @@ def main(argv: list[str] | None = None) -> int:
     )
     sub = parser.add_subparsers(dest="command", required=True)
     st = sub.add_parser("stage", help="run one workflow stage")
-    st.add_argument("name", choices=sorted(STAGES))
+    st.add_argument("name", choices=sorted(stages()))
     st.add_argument("--job", required=True, help="JSON: input, output, params, threads")
     ins = sub.add_parser("inspect", help="describe HDF5 artefacts")
     ins.add_argument("files", nargs="+")
-    chk = sub.add_parser("check-config", help="validate a config file")
-    chk.add_argument("file")
+    chk = sub.add_parser("check-config", help="validate config files (merged in order)")
+    chk.add_argument("files", nargs="+")
+    omni = sub.add_parser("omniglot", help="run the Omniglot study without Snakemake")
+    omni.add_argument("outdir")
+    omni.add_argument("--configfile", action="append", default=[],
+                      help="config files merged in order (default: config.yaml if present)")
+    omni.add_argument("--set", action="append", default=[], metavar="KEY.PATH=YAML")
+    omni.add_argument("--model", help="a trained model artefact to use instead of training")
+    omni.add_argument("--train-only", action="store_true", help="stop after training")
+    omni.add_argument("--threads", type=int, default=1)
     args = parser.parse_args(argv)
 
     logging.basicConfig(
@@ -80,17 +101,19 @@ def main(argv: list[str] | None = None) -> int:
     )
     logging.getLogger("jax").setLevel(logging.WARNING)
     from workflow_lib.artefacts import ArtefactError
-    from workflow_lib.config import ConfigError, read_config_file
-    from workflow_lib.stages import StageError
+    from workflow_lib.config import ConfigError, read_config_files
+    from workflow_lib.registry import StageError
 
     try:
         if args.command == "stage":
             _run_stage(args.name, args.job)
         elif args.command == "inspect":
             print("\n\n".join(_inspect(f) for f in args.files))
+        elif args.command == "check-config":
+            read_config_files(args.files)
+            print(f"{' + '.join(args.files)}: valid")
         else:
-            read_config_file(args.file)
-            print(f"{args.file}: valid")
+            _run_omniglot(args)
     except (ArtefactError, ConfigError, StageError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -1,11 +1,13 @@
 """Code digests of workflow stages, derived from their imports (no hand-kept lists).
 
-A stage is ``module:function`` (``workflow_lib.stages.STAGES``). Its code is: the stage module,
+A stage is ``module:function`` (``workflow_lib.registry.stages()``). Its code is: the stage module,
 the package modules the *function* reaches through the stage module's top-level names (its
 helpers, constants and imports, followed transitively inside that module), every package module
 those import anywhere in their source (transitively), the ``__init__`` of each package on the
 way, and the command-line entry point. Only source files inside ``workflow_lib`` count; third-
-party imports do not. The digest is of the files' bytes, so a module that joins the import graph
+party imports do not, nor do the registries (``registry`` modules: they describe rules, their
+config slices, outputs and resources, and compute nothing; a change to one shows in the jobs'
+params and outputs). The digest is of the files' bytes, so a module that joins the import graph
 later is picked up by the next digest.
 """
 
@@ -18,12 +20,13 @@ from pathlib import Path
 PACKAGE = "workflow_lib"
 ROOT = Path(__file__).resolve().parent  # the package folder
 ENTRY = ("__init__", "__main__")  # run by every stage job: ``python -m workflow_lib stage``
+DESCRIPTIONS = "registry"  # modules of this name are not followed (see the module docstring)
 
 
 def _module_file(module: str, root: Path) -> Path | None:
     """The source file of dotted ``module`` inside the package at ``root``, or ``None``."""
     parts = module.split(".")
-    if parts[0] != PACKAGE:
+    if parts[0] != PACKAGE or parts[-1] == DESCRIPTIONS:
         return None
     base = root.joinpath(*parts[1:])
     for candidate in (base.with_suffix(".py"), base / "__init__.py"):
@@ -122,7 +125,7 @@ def _function_imports(path: Path, function: str, root: Path) -> set[str]:
 
 
 def stage_files(target: str, root: Path = ROOT) -> list[Path]:
-    """The package source files stage ``target`` (``'workflow_lib.stages.x:function'``) runs,
+    """The package source files stage ``target`` (``'workflow_lib.registry.x:function'``) runs,
     sorted; ``root``: the package folder (a copy of it in tests)."""
     module, function = target.split(":")
     path = _module_file(module, root)

@@ -1,9 +1,9 @@
 """Configuration: JSON-schema validation with defaults, and one-line errors.
 
-The schema (``workflow_lib/schemas/config.schema.json``, read with ``importlib.resources``) is the single source of the allowed keys, ranges and
-defaults. ``load_config`` validates a config mapping, fills the defaults and returns a new dict;
-any problem raises ``ConfigError`` whose message is one line naming the key, the value and what
-is allowed.
+The schema (``schemas/config.schema.json`` in the package, read with ``importlib.resources``) is
+the single source of the allowed keys, ranges and defaults. ``load_config`` validates a config
+mapping, fills the defaults and returns a new dict; any problem raises ``ConfigError`` whose
+message is one line naming the key, the value and what is allowed.
 """
 
 from __future__ import annotations
@@ -128,16 +128,44 @@ def load_config(config: Mapping[str, Any]) -> dict:
     return cfg
 
 
+def merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict:
+    """``over`` merged into ``base`` as Snakemake merges config files: nested mappings key by
+    key, anything else replaced."""
+    out = dict(base)
+    for k, v in over.items():
+        both = isinstance(v, Mapping) and isinstance(out.get(k), Mapping)
+        out[k] = merge(out[k], v) if both else v
+    return out
+
+
+def read_config_files(paths: list[str | Path], sets: list[str] = ()) -> dict:
+    """The config of YAML files merged in order (as ``--configfile`` does) and ``KEY.PATH=YAML``
+    assignments, validated with the defaults filled."""
+    raw: dict = {}
+    for path in paths:
+        try:
+            loaded = yaml.safe_load(Path(path).read_text()) or {}
+        except (OSError, yaml.YAMLError) as exc:
+            raise ConfigError(f"cannot read config file {path}: {exc}".replace("\n", " ")) from exc
+        if not isinstance(loaded, dict):
+            kind = type(loaded).__name__
+            raise ConfigError(f"config file {path} must hold a mapping of keys, not {kind}")
+        raw = merge(raw, loaded)
+    for item in sets:
+        keys, sep, value = item.partition("=")
+        if not sep or not keys:
+            raise ConfigError(f"--set {item!r}: expected KEY.PATH=VALUE")
+        *parents, last = keys.split(".")
+        node = raw
+        for k in parents:
+            node = node.setdefault(k, {})
+        node[last] = yaml.safe_load(value)
+    return load_config(raw)
+
+
 def read_config_file(path: str | Path) -> dict:
     """Load and validate a YAML config file."""
-    try:
-        raw = yaml.safe_load(Path(path).read_text()) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"cannot read config file {path}: {exc}".replace("\n", " ")) from exc
-    if not isinstance(raw, dict):
-        kind = type(raw).__name__
-        raise ConfigError(f"config file {path} must hold a mapping of keys, not {kind}")
-    return load_config(raw)
+    return read_config_files([path])
 
 
 def digest(params: Mapping[str, Any]) -> str:

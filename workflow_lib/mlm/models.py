@@ -46,8 +46,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from workflow_lib.architectures import ARCHITECTURES
 from workflow_lib.config import schema_default
+from workflow_lib.mlm.architectures import ARCHITECTURES
 
 Array = jax.Array
 Params = dict[str, Any]

@@ -48,8 +48,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
-from workflow_lib.architectures import PLM_KINDS
 from workflow_lib.config import schema_defaults
+from workflow_lib.mlm.architectures import PLM_KINDS
 from workflow_lib.mlm.lbfgs import minimize
 from workflow_lib.mlm.models import (
     ArchSpec,
@@ -58,9 +58,9 @@ from workflow_lib.mlm.models import (
     init,
     predict_all_sites,
 )
-from workflow_lib.mlm.overlap import in_training_set
 from workflow_lib.mlm.train import reconstruction, sq_norm
 from workflow_lib.potts.model import optimal_loss
+from workflow_lib.sequences import in_training_set
 
 Array = jax.Array
 

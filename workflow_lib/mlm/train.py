@@ -65,8 +65,8 @@ from workflow_lib.mlm.models import (
     predict,
     predict_all_sites,
 )
-from workflow_lib.mlm.overlap import in_training_set
 from workflow_lib.potts.model import optimal_loss
+from workflow_lib.sequences import in_training_set
 
 Array = jax.Array
 log = logging.getLogger("workflow_lib.mlm")

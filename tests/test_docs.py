@@ -1,0 +1,90 @@
+"""The documentation: schema descriptions, the generated configuration page and relative links."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from workflow_lib.config import load_schema
+from workflow_lib.reference import (
+    LEAVES_OPEN,
+    REGENERATE,
+    check_links,
+    configuration_page,
+    iter_properties,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+PROPERTIES = list(iter_properties(load_schema()))
+
+
+def test_schema_walk_reaches_nested_keys():
+    keys = {key for key, _ in PROPERTIES}
+    assert {"compute", "omniglot.network", "paths.sampler", "paths.sampler.warmup",
+            "omniglot.training.identical_query.start"} <= keys  # fmt: skip
+
+
+@pytest.mark.parametrize("key, node", PROPERTIES, ids=[key for key, _ in PROPERTIES])
+def test_every_property_has_a_description(key, node):
+    text = node.get("description")
+    assert isinstance(text, str) and text.strip(), f"config key {key} has no description"
+
+
+def test_no_description_cites_a_spec():
+    cited = [key for key, node in PROPERTIES
+             for text in (node.get("description", ""), node.get(LEAVES_OPEN, ""))
+             if re.search(r"\bspec\b|§", text, re.IGNORECASE)]  # fmt: skip
+    assert not cited, f"descriptions that cite a spec: {cited}"
+
+
+def test_choices_left_open_are_sentences():
+    marked = {key: node[LEAVES_OPEN] for key, node in PROPERTIES if LEAVES_OPEN in node}
+    assert marked, "no key is marked x-paper-leaves-open"
+    for key, text in marked.items():
+        assert isinstance(text, str) and text.strip().endswith("."), key
+
+
+def test_configuration_page_is_current():
+    page = ROOT / "docs" / "configuration.md"
+    expected = configuration_page(load_schema())
+    assert page.is_file() and page.read_text(encoding="utf-8") == expected, (
+        f"docs/configuration.md is out of date with the config schema; regenerate it with: "
+        f"{REGENERATE}"
+    )
+
+
+def test_configuration_page_lists_every_key():
+    page = configuration_page(load_schema())
+    for key, _ in PROPERTIES:
+        assert f"`{key}`" in page, key
+    assert "## Choices the papers leave open" in page
+
+
+def test_documentation_links_resolve():
+    broken = check_links(ROOT)
+    assert not broken, "broken relative links:\n" + "\n".join(broken)
+
+
+def test_check_links_finds_the_broken_link(tmp_path):
+    (tmp_path / "docs" / "figures").mkdir(parents=True)
+    (tmp_path / "docs" / "figures" / "plot.png").write_bytes(b"")
+    (tmp_path / "docs" / "guide.md").write_text("# Guide\n", encoding="utf-8")
+    (tmp_path / "README.md").write_text(
+        "# Project\n\n"
+        "See [the guide](docs/guide.md#setup) and ![a plot](docs/figures/plot.png).\n"
+        "Skipped: [site](https://example.org/x.md), [mail](mailto:a@b.c), [top](#project).\n"
+        "Not a link: `[code](missing.md)`.\n\n"
+        "    [indented code](missing.md)\n\n"
+        "A [broken one](docs/missing.md).\n",
+        encoding="utf-8",
+    )
+    assert check_links(tmp_path) == ["README.md:9: broken link docs/missing.md"]
+
+    (tmp_path / "docs" / "sub").mkdir()
+    (tmp_path / "docs" / "sub" / "page.md").write_text(
+        "[up](../guide.md) [gone](../../nowhere.md)\n", encoding="utf-8"
+    )
+    assert check_links(tmp_path) == ["README.md:9: broken link docs/missing.md",
+                                      "docs/sub/page.md:1: broken link ../../nowhere.md"]

@@ -1,1 +1,0 @@
-"""Tables across runs and the figures of the papers."""

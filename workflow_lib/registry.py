@@ -1,0 +1,141 @@
+"""What a rule is: the registry types every study declares its rules with, and the list of studies.
+
+Each study folder (``workflow_lib/studies/<name>/``) holds a ``registry.py`` with one ``Study``:
+for each of its rules the stage function it runs, the config slice it depends on, its resources
+(runtime and memory as functions of the config, the wildcards and the attempt), and the study's
+tables, figure panels and captions. The study's ``rules.smk``, the report, the SLURM submissions
+and the command line all read it; nothing about a rule is written anywhere else.
+
+Stages take a ``Job``: the rule's input and output paths, the config slice it depends on
+(``params``), its seeds and threads. Stages read and write artefacts; the science lives in the
+other subpackages. Registries describe rules and compute nothing, so code digests do not follow
+them (``workflow_lib.code_digest``): a change to one shows in the jobs' params and outputs.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+# The studies, in the order the report and the docs list them: a new study is a folder under
+# ``workflow_lib/studies/`` and its name here.
+STUDY_NAMES = ("potts_paper", "attention_hmm", "omniglot")
+
+Config = dict[str, Any]
+Wildcards = Mapping[str, str]
+Params = Callable[[Config, Wildcards], dict[str, Any]]
+Amount = Callable[[Config, Wildcards], float]  # before scaling by the attempt
+
+
+@dataclass(frozen=True)
+class Job:
+    """``input``/``output``: name -> path; ``params``: the config slice (recorded and hashed)."""
+
+    input: dict[str, Any] = field(default_factory=dict)
+    output: dict[str, str] = field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict)
+    threads: int = 1
+
+
+class StageError(RuntimeError):
+    """A stage's output fails a property it promises; the message is one line for the user and
+    no artefact is written."""
+
+
+def no_params(cfg: Config, wildcards: Wildcards) -> dict[str, Any]:
+    """The config slice of a rule that depends on its inputs alone (tables, figures)."""
+    return {}
+
+
+def panel_params(cfg: Config, wildcards: Wildcards) -> dict[str, Any]:
+    """The config slice of a figure rule: the panel it draws."""
+    return {"panel": wildcards["panel"]}
+
+
+def constant(value: float) -> Amount:
+    """An amount that does not depend on the config."""
+    return lambda cfg, wildcards: value
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One rule of a study. ``stage``: ``'module:function'`` it runs (the rule's name is the
+    stage's); ``params``: its config slice; ``minutes`` and ``mem_mb``: what one attempt needs,
+    from the config and wildcards (the first attempt gets them, the k-th k times as much);
+    ``threaded``: uses ``compute.threads`` (else one); ``gpu``: asks for a GPU when
+    ``compute.gpu``; ``local``: runs on the submitting host (tables, figures)."""
+
+    name: str
+    stage: str
+    params: Params
+    minutes: Amount
+    mem_mb: Amount
+    threaded: bool = False
+    gpu: bool = False
+    local: bool = False
+
+    def resources(self, cfg: Config, wildcards: Wildcards, attempt: int = 1) -> dict[str, int]:
+        """``{'runtime': minutes, 'mem_mb': MB}`` of attempt ``attempt`` (1, 2, ...)."""
+        return {"runtime": max(1, math.ceil(attempt * self.minutes(cfg, wildcards))),
+                "mem_mb": max(1, math.ceil(attempt * self.mem_mb(cfg, wildcards)))}
+
+
+@dataclass(frozen=True)
+class Panel:
+    """A figure panel: its name (``figures/<name>.png``), the study tables it is drawn from and
+    its caption (the report's and the results pages')."""
+
+    name: str
+    tables: tuple[str, ...]
+    caption: str
+
+
+@dataclass(frozen=True)
+class Study:
+    """A study: ``name`` (its folder), ``title`` (the report's category), ``paper`` (the
+    citation), ``rules``, ``tables`` (the CSV files its tables rule writes) and ``panels``."""
+
+    name: str
+    title: str
+    paper: str
+    rules: tuple[Rule, ...]
+    tables: tuple[str, ...]
+    panels: tuple[Panel, ...]
+
+    def rule(self, name: str) -> Rule:
+        for each in self.rules:
+            if each.name == name:
+                return each
+        raise KeyError(f"study {self.name} has no rule {name!r}")
+
+    def panel(self, name: str) -> Panel:
+        for each in self.panels:
+            if each.name == name:
+                return each
+        raise KeyError(f"study {self.name} has no panel {name!r}")
+
+
+def studies() -> tuple[Study, ...]:
+    """Every study's registry, in ``STUDY_NAMES`` order."""
+    return tuple(importlib.import_module(f"workflow_lib.studies.{name}.registry").STUDY
+                 for name in STUDY_NAMES)
+
+
+def rules() -> dict[str, Rule]:
+    """Every rule of every study by name (names are unique across studies)."""
+    out: dict[str, Rule] = {}
+    for study in studies():
+        for each in study.rules:
+            if each.name in out:
+                raise ValueError(f"rule {each.name!r} is registered twice")
+            out[each.name] = each
+    return out
+
+
+def stages() -> dict[str, str]:
+    """Rule name -> ``'module:function'`` of its stage: what ``python -m workflow_lib stage``
+    runs, and what the rule's code digest is derived from."""
+    return {name: each.stage for name, each in rules().items()}

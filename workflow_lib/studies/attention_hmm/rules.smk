@@ -1,0 +1,97 @@
+# Attention paths on the hidden-Markov-chain task: path-attended inputs, the order parameter U(N)
+# with GP lines, posterior samples at small N, tables and the Fig. 2c-e panels. Params, threads,
+# resources, captions: registry.py.
+
+HMM = STUDY["attention_hmm"]
+PATHS = CFG["paths"]
+PATHS_EXPERIMENTS = PATHS["experiments"]
+PATHS_REALISATIONS = list(range(PATHS["realisations"]))
+PATHS_PANELS = (["paths_fig2c", "paths_fig2d"] if "four_paths" in PATHS_EXPERIMENTS else []) + (
+    ["paths_fig2e"] if "two_paths" in PATHS_EXPERIMENTS else []
+)
+PATHS_FIGURES = expand(f"{RESULTS}/figures/{{panel}}.{{ext}}", panel=PATHS_PANELS, ext=("png", "pdf"))
+
+
+wildcard_constraints:
+    experiment="|".join(PATHS_EXPERIMENTS) or "none",
+
+
+rule paths_features:
+    output:
+        features=f"{RESULTS}/paths/r{{r}}/{{experiment}}/features.h5",
+    params:
+        job=job("paths_features"),
+    threads: threads("paths_features")
+    resources:
+        **resources("paths_features"),
+    shell:
+        stage("paths_features")
+
+
+rule paths_theory:
+    input:
+        features=rules.paths_features.output.features,
+    output:
+        theory=f"{RESULTS}/paths/r{{r}}/{{experiment}}/theory.h5",
+    params:
+        job=job("paths_theory"),
+    threads: threads("paths_theory")
+    resources:
+        **resources("paths_theory"),
+    shell:
+        stage("paths_theory")
+
+
+rule paths_sample:
+    input:
+        features=rules.paths_features.output.features,
+    output:
+        samples=f"{RESULTS}/paths/r{{r}}/{{experiment}}/samples_N{{N}}.h5",
+    params:
+        job=job("paths_sample"),
+    threads: threads("paths_sample")
+    resources:
+        **resources("paths_sample"),
+    shell:
+        stage("paths_sample")
+
+
+rule paths_tables:
+    input:
+        theory=expand(
+            f"{RESULTS}/paths/r{{r}}/{{experiment}}/theory.h5",
+            r=PATHS_REALISATIONS, experiment=PATHS_EXPERIMENTS,
+        ),
+        samples=expand(
+            f"{RESULTS}/paths/r{{r}}/{{experiment}}/samples_N{{N}}.h5",
+            r=PATHS_REALISATIONS, experiment=PATHS_EXPERIMENTS, N=PATHS["sample_widths"],
+        ),
+    output:
+        **{name: f"{RESULTS}/paths/tables/{name}.csv" for name in HMM.tables},
+    params:
+        job=job("paths_tables"),
+    threads: threads("paths_tables")
+    resources:
+        **resources("paths_tables"),
+    shell:
+        stage("paths_tables")
+
+
+rule paths_figure:
+    input:
+        unpack(
+            lambda wc: {t: f"{RESULTS}/paths/tables/{t}.csv" for t in HMM.panel(wc.panel).tables}
+        ),
+    output:
+        png=report(f"{RESULTS}/figures/{{panel}}.png", caption=CAPTION, category=HMM.title),
+        pdf=f"{RESULTS}/figures/{{panel}}.pdf",
+    wildcard_constraints:
+        panel="|".join(panel.name for panel in HMM.panels),
+    params:
+        job=job("paths_figure"),
+        caption=caption("attention_hmm"),
+    threads: threads("paths_figure")
+    resources:
+        **resources("paths_figure"),
+    shell:
+        stage("paths_figure")

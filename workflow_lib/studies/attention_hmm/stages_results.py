@@ -1,0 +1,37 @@
+"""Stages ``paths_tables`` (tidy tables of the attention-paths artefacts) and ``paths_figure``
+(Fig. 2c-e of the attention-paths paper, from the tables)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from workflow_lib.artefacts import PATHS_SAMPLES, PATHS_THEORY, read_artefact, write_csv
+from workflow_lib.plotting import save_figure
+from workflow_lib.registry import Job
+from workflow_lib.studies.attention_hmm import figures as paths_figures
+from workflow_lib.studies.attention_hmm import tables
+
+
+def paths_tables(job: Job) -> None:
+    """Tidy CSV tables of every theory and samples artefact (see ``paths.tables``)."""
+    theories = [read_artefact(f, PATHS_THEORY) for f in job.input["theory"]]
+    samples = [read_artefact(f, PATHS_SAMPLES) for f in job.input.get("samples", [])]
+    for name, df in tables.build(theories, samples).items():
+        write_csv(df, job.output[name])
+
+
+def paths_figure(job: Job) -> None:
+    """Draw panel ``params['panel']`` (paths_fig2c, paths_fig2d or paths_fig2e) from the tables;
+    PNG and PDF."""
+    panel = job.params["panel"]
+    read = lambda name: pd.read_csv(job.input[name])  # noqa: E731
+    if panel in ("paths_fig2c", "paths_fig2e"):
+        experiment = "four_paths" if panel == "paths_fig2c" else "two_paths"
+        fig = paths_figures.accuracy_and_order_parameter(
+            read("accuracy"), read("order_parameters"), experiment, panel[-1]
+        )
+    elif panel == "paths_fig2d":
+        fig = paths_figures.pc_overlaps(read("pc_overlaps"))
+    else:
+        raise ValueError(f"unknown figure panel {panel!r}")
+    save_figure(fig, job.output)

@@ -1,0 +1,81 @@
+# Attention paths on one-shot Omniglot (the paper's Fig. 3): the artefact rules follow the
+# registry's FLOW (rule -> artefacts read, artefact written), then tables and figures. Params,
+# threads, resources, captions: registry.py.
+
+import os
+
+from workflow_lib.studies.omniglot.registry import FLOW
+
+OMNIGLOT = STUDY["omniglot"]
+OMNI = CFG["omniglot"]
+OMNI_DIR = f"{RESULTS}/omniglot"
+OMNI_DATA = os.path.join(workflow.basedir, OMNI["data_dir"])  # relative to the Snakefile
+OMNI_PANELS = [panel.name for panel in OMNIGLOT.panels]
+OMNI_FIGURES = expand(f"{RESULTS}/figures/{{panel}}.{{ext}}", panel=OMNI_PANELS, ext=("png", "pdf"))
+OMNIGLOT_FIGURES = OMNI_FIGURES if OMNI["enabled"] else []  # in the default target
+OMNI_FILES = {name: f"{OMNI_DIR}/{name}.h5" for _, name in FLOW.values()}
+if OMNI["model_file"]:  # a shipped trained model replaces omniglot_train
+    OMNI_FILES["model"] = os.path.join(workflow.basedir, OMNI["model_file"])
+ARCHIVES = {k: os.path.join(OMNI_DATA, OMNI[k]) for k in ("train_archive", "test_archive")}
+
+
+rule omniglot:
+    """Every Omniglot figure, whether or not ``omniglot.enabled`` puts them in the default
+    target."""
+    input:
+        OMNI_FIGURES,
+
+
+for name, (reads, writes) in FLOW.items():
+
+    rule:
+        name:
+            name
+        input:
+            **({a: OMNI_FILES[a] for a in reads} | (ARCHIVES if name == "omniglot_data" else {})),
+        output:
+            **{writes: f"{OMNI_DIR}/{writes}.h5"},
+        params:
+            job=job(name),
+        threads: threads(name)
+        resources:
+            **resources(name),
+        shell:
+            stage(name)
+
+
+rule omniglot_tables:
+    input:
+        model=OMNI_FILES["model"],
+        theory=OMNI_FILES["theory"],
+        pruning=OMNI_FILES["pruning"],
+        samples=[OMNI_FILES["samples"]] if OMNI["sample_width"] else [],
+    output:
+        **{name: f"{OMNI_DIR}/tables/{name}.csv" for name in OMNIGLOT.tables},
+    params:
+        job=job("omniglot_tables"),
+    threads: threads("omniglot_tables")
+    resources:
+        **resources("omniglot_tables"),
+    shell:
+        stage("omniglot_tables")
+
+
+rule omniglot_figure:
+    input:
+        unpack(
+            lambda wc: {t: f"{OMNI_DIR}/tables/{t}.csv" for t in OMNIGLOT.panel(wc.panel).tables}
+        ),
+    output:
+        png=report(f"{RESULTS}/figures/{{panel}}.png", caption=CAPTION, category=OMNIGLOT.title),
+        pdf=f"{RESULTS}/figures/{{panel}}.pdf",
+    wildcard_constraints:
+        panel="|".join(OMNI_PANELS),
+    params:
+        job=job("omniglot_figure"),
+        caption=caption("omniglot"),
+    threads: threads("omniglot_figure")
+    resources:
+        **resources("omniglot_figure"),
+    shell:
+        stage("omniglot_figure")

@@ -1,0 +1,43 @@
+"""Stages ``omniglot_tables`` (CSV tables of the one-shot Omniglot study and the checks of the
+paper's claims, ``analysis.omniglot_tables``) and ``omniglot_figure`` (Fig. 3b-f of the
+attention-paths paper, from the tables)."""
+
+from __future__ import annotations
+
+import logging
+
+import pandas as pd
+
+from workflow_lib import artefacts
+from workflow_lib.artefacts import read_artefact, write_csv
+from workflow_lib.plotting import save_figure
+from workflow_lib.registry import Job
+from workflow_lib.studies.omniglot import artefacts as oa
+from workflow_lib.studies.omniglot import figures as omniglot_figures
+from workflow_lib.studies.omniglot import tables as summary
+
+log = logging.getLogger("workflow_lib.attention")
+
+
+def omniglot_tables(job: Job) -> None:
+    """CSV tables of the study and the checks of the paper's claims (``analysis.omniglot_tables``);
+    a claim that does not hold is logged as a warning."""
+    model_art, params, net = oa.read_model(job.input["model"])
+    th = read_artefact(job.input["theory"], artefacts.OMNIGLOT_THEORY)
+    samples = job.input.get("samples") or []
+    sa = read_artefact(samples[0], artefacts.OMNIGLOT_SAMPLES) if samples else None
+    pruning = read_artefact(job.input["pruning"], artefacts.OMNIGLOT_PRUNING)
+    tables = summary.tables(model_art, th, sa, pruning, params, net)
+    for _, c in tables["checks"].iterrows():
+        (log.info if c["holds"] else log.warning)("%s: %.4f (error %.4f; %s): %s", c["claim"],
+                                                  c["value"], c["error"], c["reference"],
+                                                  "holds" if c["holds"] else "DOES NOT HOLD")
+    for name, df in tables.items():
+        write_csv(df, job.output[name])
+
+
+def omniglot_figure(job: Job) -> None:
+    """Draw panel ``params['panel']`` (omniglot_fig3b ... omniglot_fig3f); PNG and PDF."""
+    panel = job.params["panel"]
+    read = {name: pd.read_csv(path) for name, path in job.input.items()}
+    save_figure(omniglot_figures.draw(panel, read), job.output)

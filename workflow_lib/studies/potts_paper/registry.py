@@ -1,0 +1,132 @@
+"""The Potts paper's rules, tables and panels (Rende, Gerace, Laio & Goldt, Phys. Rev. Research
+6, 023057 (2024)): couplings and Gibbs samples per realisation, MLM training per architecture,
+pseudo-likelihood fits, the sample-complexity sweep (Fig. 3 right), the replica theory (Fig. 3
+left), the tables across realisations, the figures and the claims table."""
+
+from __future__ import annotations
+
+from workflow_lib.mlm.architectures import parse_arch
+from workflow_lib.registry import Panel, Rule, Study, constant, no_params, panel_params
+
+STAGES = "workflow_lib.studies.potts_paper"
+
+
+def _realisation(cfg, wc, **slice_):
+    return {"seed": cfg["seed"], "realisation": int(wc["r"]), **slice_}
+
+
+def _sequences(cfg) -> int:
+    return cfg["sampling"]["n_train"] + cfg["sampling"]["n_test"]
+
+
+def _sample_minutes(cfg, wc) -> float:
+    """Spin updates of every production chain of the β tuning, at a conservative 2e6 updates per
+    second and thread for C = 20 (scaled by C)."""
+    s, t, p = cfg["sampling"], cfg["beta_tuning"], cfg["potts"]
+    chains = 1 if p["beta"] is not None else t["candidates"] * t["rounds"] + t["grid_points"]
+    updates = p["L"] * (s["burn_in"] + _sequences(cfg) * s["sweeps_between"]) * chains
+    return 10 + updates * (p["C"] / 20) / 2e6 / 60 / cfg["compute"]["threads"]
+
+
+def _train_minutes(cfg, wc) -> float:
+    """Epochs x sequences x L x C x restarts, about 4x the measured CPU time of factored
+    attention; the transformers cost 8x as much per restart."""
+    t, p = cfg["training"], cfg["potts"]
+    family, _ = parse_arch(wc["arch"])
+    restarts = t["arch_restarts"].get(family, t["arch_restarts"].get(wc["arch"], t["restarts"]))
+    deep = 8 if family.startswith("vanilla") else 1
+    work = t["epochs"] * cfg["sampling"]["n_train"] * p["L"] * p["C"] * restarts * deep
+    return 15 + work * 2.5e-9
+
+
+def _plm_minutes(cfg, wc) -> float:
+    p = cfg["potts"]
+    return 10 + cfg["plm"]["max_iter"] * cfg["sampling"]["n_train"] * p["L"] ** 2 * p["C"] * 2e-10
+
+
+def _sweep_minutes(cfg, wc) -> float:
+    s, p = cfg["sample_complexity"], cfg["potts"]
+    starts = s["restarts"] + 1
+    return 10 + starts * s["max_iter"] * sum(s["M"]) * p["L"] ** 2 * p["C"] * 1e-11
+
+
+def _data_mb(cfg, wc) -> float:
+    """The data set and the β tuning's chains in memory, with room for JAX."""
+    return 2000 + 64 * _sequences(cfg) * cfg["potts"]["L"] * cfg["potts"]["C"] / 1e6
+
+
+def _replica_minutes(cfg, wc) -> float:
+    r = cfg["replica"]
+    return 10 + r["L"] ** 3 * len(r["sim_alphas"]) * r["realisations"] * len(r["lambdas"]) * 1e-9
+
+
+STUDY = Study(
+    name="potts_paper",
+    title="Potts paper",
+    paper="Rende, Gerace, Laio & Goldt, Mapping of attention mechanisms to a generalized Potts "
+          "model, Phys. Rev. Research 6, 023057 (2024)",
+    rules=(
+        Rule("couplings", f"{STAGES}.stages_data:couplings",
+             lambda cfg, wc: _realisation(cfg, wc, potts=cfg["potts"]),
+             constant(10), constant(1000)),
+        Rule("sample", f"{STAGES}.stages_data:sample",
+             lambda cfg, wc: _realisation(cfg, wc, potts=cfg["potts"], sampling=cfg["sampling"],
+                                          beta_tuning=cfg["beta_tuning"]),
+             _sample_minutes, _data_mb, threaded=True, gpu=True),
+        Rule("train", f"{STAGES}.stages_fits:train",
+             lambda cfg, wc: _realisation(cfg, wc, arch=wc["arch"], training=cfg["training"]),
+             _train_minutes, lambda cfg, wc: 2 * _data_mb(cfg, wc), threaded=True, gpu=True),
+        Rule("plm", f"{STAGES}.stages_fits:plm",
+             lambda cfg, wc: _realisation(cfg, wc, kind=wc["kind"], plm=cfg["plm"]),
+             _plm_minutes, _data_mb, threaded=True),
+        Rule("sample_complexity", f"{STAGES}.stages_fits:sample_complexity",
+             lambda cfg, wc: _realisation(cfg, wc, sample_complexity=cfg["sample_complexity"],
+                                          l2_full=cfg["plm"]["l2_full"]),
+             _sweep_minutes, _data_mb, threaded=True),
+        Rule("replica_theory", f"{STAGES}.stages_theory:replica_theory",
+             lambda cfg, wc: {"seed": cfg["seed"], "replica": cfg["replica"]},
+             constant(30), constant(2000)),
+        Rule("replica_sims", f"{STAGES}.stages_theory:replica_sims",
+             lambda cfg, wc: {"seed": cfg["seed"], "replica": cfg["replica"]},
+             _replica_minutes, lambda cfg, wc: 2000 + 3 * 8 * cfg["replica"]["L"] ** 2 / 1e3),
+        Rule("aggregate", f"{STAGES}.stages_results:aggregate", no_params,
+             constant(20), constant(4000), local=True),
+        Rule("figure", f"{STAGES}.stages_results:figure", panel_params,
+             constant(10), constant(2000), local=True),
+    ),
+    tables=("training_history", "training_final", "training_restarts", "training_summary",
+            "plm", "replica", "sample_complexity", "sample_complexity_summary",
+            "sample_complexity_peak"),
+    panels=(
+        Panel("fig2a", ("training_history",),
+              "Fig. 2a: test loss (cross-entropy, nats) of the masked token vs training epoch for "
+              "factored attention and vanilla transformers with 1 and 3 layers on realisation 0; "
+              "the dashed line is the optimal loss of the true Potts conditionals on the same "
+              "test sequences."),
+        Panel("fig2b", (),
+              "Fig. 2b: the interaction matrix J and the attention maps of the vanilla 1- and "
+              "3-layer transformers (masked token's attention, averaged over test sequences; 3 "
+              "layers: mean of the last two) and of factored attention, each after the best "
+              "scalar fit to J."),
+        Panel("fig2c", ("training_history",),
+              "Fig. 2c: normalised reconstruction error ||J - c*A||^2/||J||^2 of the attention "
+              "map vs epoch (mean and standard error over realisations)."),
+        Panel("fig2d", ("training_final",),
+              "Fig. 2d: final test loss minus the optimal loss (paired per realisation) of the "
+              "single layer that mixes positions into the attention and colours into the values "
+              "with weight a (a = 0: factored attention exactly; a = 1: the same bilinear layer "
+              "at full mixing, still without a softmax); mean and standard error over "
+              "realisations. For a > 0 the model contains factored attention, so any gap is "
+              "optimisation or overfitting."),
+        Panel("fig3_left", ("replica",),
+              "Fig. 3 left: generalisation error of the square-loss masked-site regression in the "
+              "Gaussian model; lines are the replica theory (saddle point), points the "
+              "closed-form ridge / minimum-norm simulations (mean and standard error)."),
+        Panel("fig3_right", ("sample_complexity", "sample_complexity_peak"),
+              "Fig. 3 right: test loss of factored attention (cross-entropy, small l2, full-batch "
+              "L-BFGS to a gradient tolerance) on Potts data vs the number of training sequences "
+              "per site M/L; mean and standard error over realisations. The dotted line marks "
+              "the largest mean beyond the smallest M (tables/sample_complexity_peak.csv: its "
+              "s.e.m., n and whether the error bars resolve it from the later points)."),
+    ),
+)

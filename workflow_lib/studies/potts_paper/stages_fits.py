@@ -1,0 +1,143 @@
+"""Stages ``train`` (MLM per architecture and realisation), ``plm`` (pseudo-likelihood
+baselines) and ``sample_complexity`` (factored attention over the training-set size M)."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+
+from workflow_lib.artefacts import (
+    MLM_TRAIN,
+    PLM_FIT,
+    SAMPLE_COMPLEXITY,
+    load_samples,
+    write_artefact,
+)
+from workflow_lib.keys import stage_key
+from workflow_lib.mlm.architectures import parse_arch
+from workflow_lib.mlm.plm import fit_plm, plm_config
+from workflow_lib.mlm.train import train_mlm
+from workflow_lib.registry import Job
+from workflow_lib.sequences import in_training_set
+
+log = logging.getLogger("workflow_lib.stages")
+
+def _scalars(metrics: dict) -> dict[str, float | int | bool | str]:
+    return {k: v for k, v in metrics.items() if isinstance(v, int | float | bool | str)}
+
+
+def train(job: Job) -> None:
+    """Train one architecture on one realisation's samples.
+
+    Datasets: ``history/{epoch,train_loss,test_loss,recon_error,pearson_r}: (n_eval,)``,
+    ``restarts/{train_loss,test_loss}: (R,)`` (every restart's final losses),
+    ``attention: (L, L)`` (factored: after the scale fit), ``params/...``, ``J: (L, L)``.
+    Attributes: ``arch``, ``a`` (interpolated only), ``optimal_loss`` and the final metrics.
+    """
+    p = job.params
+    arch, a = parse_arch(p["arch"])
+    train_seqs, test_seqs, J, U, beta = load_samples(job.input["samples"])
+    training = p["training"]
+    lr = training["learning_rates"].get(arch, training["learning_rate"])
+    cfg = {k: v for k, v in training.items() if k not in ("architectures", "interpolation_a",
+                                                           "learning_rates", "arch_restarts")}
+    cfg |= {"learning_rate": lr, "restarts": training["arch_restarts"].get(arch, cfg["restarts"]),
+            **({"a": a} if a is not None else {})}
+    key = stage_key(p["seed"], f"train/{p['arch']}", p["realisation"])
+    result = train_mlm(arch, cfg, train_seqs, test_seqs, J, U, beta, key)
+    m = result.metrics
+    log.info("%s r%d: test loss %.4f (optimal %.4f; held-out %.4f, %.0f %% of the test set in "
+             "the training set), reconstruction error %.3f, r = %.3f, %.0f steps/s, %s",
+             p["arch"], p["realisation"], m["test_loss"], result.optimal_loss,
+             m["test_loss_heldout"], 100 * m["test_overlap"], m["recon_error"], m["pearson_r"],
+             m["steps_per_second"], "converged" if m["converged"] else "NOT CONVERGED")
+    write_artefact(
+        job.output["model"], MLM_TRAIN,
+        {**{f"history/{k}": v for k, v in result.history.items()},
+         **{f"params/{k}": v for k, v in result.params.items()},
+         **{f"restarts/{k}": v for k, v in result.restarts.items()},
+         "attention": result.attention, "J": J},
+        p, seeds={"seed": p["seed"], "realisation": p["realisation"]},
+        attrs={"arch": p["arch"], "model": arch, "a": np.nan if a is None else a,
+               "learning_rate": lr, "optimizer": training["optimizer"],
+               "optimal_loss": result.optimal_loss, "beta": beta, **_scalars(m)},
+    )
+
+
+def plm(job: Job) -> None:
+    """Pseudo-likelihood fit (``params['kind']``, one of ``PLM_KINDS``) on one realisation.
+
+    Datasets: ``attention: (L, L)`` after the scale fit, ``params/...``, ``J``.
+    """
+    p = job.params
+    kind = p["kind"]
+    train_seqs, test_seqs, J, U, beta = load_samples(job.input["samples"])
+    cfg = plm_config(kind, p["plm"])
+    key = stage_key(p["seed"], f"plm/{kind}", p["realisation"])
+    result = fit_plm(kind, cfg, train_seqs, test_seqs, J, U, beta, key)
+    m = result.metrics
+    log.info("plm %s (%s start) r%d: test loss %.4f (optimal %.4f), r = %.3f, %d iterations, "
+             "%.1f s, max |gradient| %.1e (tolerance %.0e): %s", kind, m["start"],
+             p["realisation"], m["test_loss"],
+             result.optimal_loss, m["pearson_r"], m["iterations"], m["wall_seconds"],
+             m["grad_norm"], m["grad_tol"],
+             "converged" if m["converged"] else f"NOT CONVERGED ({m['stop_reason']})")
+    write_artefact(
+        job.output["fit"], PLM_FIT,
+        {**{f"params/{k}": v for k, v in result.params.items()},
+         "attention": result.attention, "J": J},
+        p, seeds={"seed": p["seed"], "realisation": p["realisation"]},
+        attrs={"kind": kind, "optimal_loss": result.optimal_loss, "beta": beta,
+               **_scalars(m)},
+    )
+
+
+def sample_complexity(job: Job) -> None:
+    """Factored attention (cross-entropy, small l2, full-batch L-BFGS to convergence from the
+    configured starts, the lowest objective kept) on the first M training sequences, for every M
+    of the grid; test loss on the realisation's test set.
+
+    Datasets: ``M: (n_M,)``, ``test_loss``, ``test_loss_heldout``, ``train_loss``, ``pearson_r``,
+    ``grad_norm``, ``converged``, ``best_start`` (the start that won: 0 is the spectral one
+    when there is one), ``starts_at_best`` (converged starts that ended within 1e-4 of the kept
+    objective, relative): ``(n_M,)``; attribute ``test_overlap`` (fraction of the test sequences
+    in the full training set) and ``all_converged``.
+    """
+    p = job.params
+    sc = p["sample_complexity"]
+    train_seqs, test_seqs, J, U, beta = load_samples(job.input["samples"])
+    sizes = np.asarray(sc["M"])
+    if sizes.max() > len(train_seqs):
+        raise ValueError(f"sample_complexity.M goes up to {sizes.max()} but the data set has "
+                         f"{len(train_seqs)} training sequences; raise sampling.n_train")
+    key = stage_key(p["seed"], "sample_complexity", p["realisation"])
+    cfg = {"l2_full": p["l2_full"],
+           **{k: sc[k] for k in ("start", "l2", "max_iter", "restarts", "grad_tol")}}
+    names = ("test_loss", "test_loss_heldout", "train_loss", "pearson_r", "grad_norm")
+    rows, converged, best, at_best = [], [], [], []
+    for M in sizes:
+        fit = fit_plm("factored", cfg, train_seqs[:M], test_seqs, J, U, beta, key)
+        rows.append([fit.metrics[k] for k in names])
+        converged.append(fit.metrics["converged"])
+        best.append(fit.metrics["best_restart"])
+        at_best.append(fit.metrics["starts_at_best"])
+        log.info("M = %d: test loss %.4f, train loss %.4f, max |gradient| %.1e, start %d "
+                 "(%s), %d of %d starts at that minimum: %s", M, rows[-1][0], rows[-1][2],
+                 rows[-1][4], best[-1], sc["start"], at_best[-1], fit.metrics["starts"],
+                 "converged" if converged[-1] else "NOT CONVERGED")
+    if not all(converged):
+        log.warning("sample complexity r%d: %d of %d fits NOT CONVERGED (M = %s)",
+                    p["realisation"], len(sizes) - sum(converged), len(sizes),
+                    sizes[~np.array(converged)].tolist())
+    columns = dict(zip(names, np.array(rows).T, strict=True))
+    write_artefact(
+        job.output["curve"], SAMPLE_COMPLEXITY,
+        {"M": sizes, **columns, "converged": np.array(converged), "best_start": np.array(best),
+         "starts_at_best": np.array(at_best)},
+        p, seeds={"seed": p["seed"], "realisation": p["realisation"]},
+        attrs={"L": J.shape[0], "C": U.shape[0], "optimal_loss": fit.optimal_loss, "beta": beta,
+               "n_test": len(test_seqs), "grad_tol": float(sc["grad_tol"]), "start": sc["start"],
+               "all_converged": bool(all(converged)),
+               "test_overlap": float(np.mean(in_training_set(train_seqs, test_seqs)))},
+    )

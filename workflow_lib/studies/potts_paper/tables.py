@@ -1,0 +1,248 @@
+"""Tidy tables across realisations and sweep points (pandas).
+
+Every table has one row per run x epoch or per run x sweep point; ``summarise`` reduces a table
+to mean, standard error of the mean and count per group.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from workflow_lib.artefacts import (
+    MLM_TRAIN,
+    PLM_FIT,
+    REPLICA_SIMULATIONS,
+    REPLICA_THEORY,
+    SAMPLE_COMPLEXITY,
+    read_artefact,
+)
+from workflow_lib.mlm.architectures import FIG2B
+
+TRAIN_FINAL = ("train_loss", "test_loss", "test_loss_heldout", "test_overlap", "recon_error",
+               "pearson_r", "rel_improvement", "grad_norm", "steps_per_second", "wall_seconds")
+PLM_FINAL = ("train_loss", "test_loss", "test_loss_heldout", "test_overlap", "recon_error",
+             "pearson_r", "iterations", "grad_norm", "grad_tol", "wall_seconds")
+MOSTLY_IN_SAMPLE = 0.5  # warn when more than this fraction of the test set is in the training set
+FLOOR_TOLERANCE = 0.01  # warn when a factored fit ends more than this above the data set's floor
+
+
+def _realisation(attrs: dict) -> int:
+    import json
+
+    return int(json.loads(attrs["seeds"])["realisation"])
+
+
+def training_tables(paths: Iterable[str]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """``(history, final, restarts)`` of ``mlm-train/1`` artefacts.
+
+    history: arch, model, a, realisation, epoch, train_loss, test_loss, test_loss_heldout,
+    recon_error, pearson_r, optimal_loss. final: one row per run with the final metrics
+    (``TRAIN_FINAL``), ``converged`` (the training stage's criterion), ``excess_loss`` =
+    test_loss / optimal_loss - 1 and ``test_overlap`` (fraction of the test sequences that occur
+    in the training set; ``test_loss_heldout`` averages only the others). restarts: one row per
+    run and restart (arch, model, a, realisation, optimal_loss, restart, train_loss, test_loss;
+    none for artefacts written before restarts were recorded).
+    """
+    history, final, restarts = [], [], []
+    for path in paths:
+        art = read_artefact(path, MLM_TRAIN, required=("history/epoch",))
+        ident = {"arch": art.attrs["arch"], "model": art.attrs["model"],
+                 "a": float(art.attrs["a"]), "realisation": _realisation(art.attrs),
+                 "optimal_loss": float(art.attrs["optimal_loss"])}
+        h = {k.split("/", 1)[1]: v for k, v in art.data.items() if k.startswith("history/")}
+        history.append(pd.DataFrame({**ident, **h}))
+        final.append({**ident, **{k: float(art.attrs[k]) for k in TRAIN_FINAL},
+                      "converged": bool(art.attrs["converged"])})
+        if "restarts/test_loss" in art.data:
+            losses = {k: art[f"restarts/{k}"] for k in ("train_loss", "test_loss")}
+            restarts.append(pd.DataFrame({**ident, "restart": np.arange(len(losses["test_loss"])),
+                                          **losses}))
+    final_df = pd.DataFrame(final)
+    final_df["excess_loss"] = final_df["test_loss"] / final_df["optimal_loss"] - 1
+    columns = ["arch", "model", "a", "realisation", "optimal_loss", "restart", "train_loss",
+               "test_loss"]
+    restarts_df = pd.concat(restarts, ignore_index=True) if restarts else pd.DataFrame(
+        columns=columns)
+    return pd.concat(history, ignore_index=True), final_df, restarts_df
+
+
+def restarts_at_floor(restarts: pd.DataFrame) -> pd.DataFrame:
+    """Per run (arch, realisation): ``restarts`` and ``restarts_at_floor``, the number whose test
+    loss ends within ``FLOOR_TOLERANCE`` of the data set's floor (``restarts`` after
+    ``with_floor``; NaN without a floor): how often a random start reaches that minimum."""
+    at_floor = (restarts["excess_over_floor"] <= FLOOR_TOLERANCE).astype(float).where(
+        restarts["floor_loss"].notna())
+    g = restarts.assign(at_floor=at_floor).groupby(["arch", "realisation"])["at_floor"]
+    return pd.DataFrame({"restarts": g.size(), "restarts_at_floor": g.sum(min_count=1)}
+                        ).reset_index()
+
+
+def plm_table(paths: Iterable[str]) -> pd.DataFrame:
+    """One row per ``plm-fit/1`` artefact: kind, realisation, losses, reconstruction, cost
+    (``PLM_FINAL``), ``converged`` (max |gradient| <= grad_tol) and the optimiser's stop reason."""
+    rows = []
+    for path in paths:
+        art = read_artefact(path, PLM_FIT)
+        rows.append({"kind": art.attrs["kind"], "realisation": _realisation(art.attrs),
+                     "optimal_loss": float(art.attrs["optimal_loss"]),
+                     **{k: float(art.attrs[k]) for k in PLM_FINAL},
+                     "converged": bool(art.attrs["converged"]),
+                     "stop_reason": str(art.attrs["stop_reason"])})
+    df = pd.DataFrame(rows)
+    df["excess_loss"] = df["test_loss"] / df["optimal_loss"] - 1
+    return df
+
+
+def with_floor(df: pd.DataFrame, plm: pd.DataFrame) -> pd.DataFrame:
+    """``df`` (one row per run, or per run and epoch, with ``realisation`` and ``test_loss``) plus
+    ``floor_loss``, the test loss of the realisation's ``factored_from_truth`` fit (the data
+    set's own floor; NaN without that fit), and ``excess_over_floor`` = test_loss / floor_loss -
+    1."""
+    floor = plm[plm["kind"] == "factored_from_truth"].set_index("realisation")["test_loss"]
+    df = df.assign(floor_loss=df["realisation"].map(floor).astype(float))
+    return df.assign(excess_over_floor=df["test_loss"] / df["floor_loss"] - 1)
+
+
+def replica_table(theory_path: str, simulations_path: str) -> pd.DataFrame:
+    """Theory curves and simulation points: lambda, alpha, source (theory | simulation), M,
+    eps (theory, or simulation mean), sem, n and z (simulations: (mean - theory at the same
+    M) / sem)."""
+    th = read_artefact(theory_path, REPLICA_THEORY, required=("alpha", "eps_saddle"))
+    sim = read_artefact(simulations_path, REPLICA_SIMULATIONS, required=("mean", "sem", "z"))
+    rows = []
+    for k, lam in enumerate(th["lambdas"]):
+        rows.append(pd.DataFrame({"lambda": lam, "alpha": th["alpha"], "source": "theory",
+                                  "M": np.nan, "eps": th["eps_saddle"][k], "sem": np.nan,
+                                  "n": np.nan, "z": np.nan}))
+    n = sim["errors"].shape[-1]
+    for k, lam in enumerate(sim["lambdas"]):
+        rows.append(pd.DataFrame({"lambda": lam, "alpha": sim["alpha"], "source": "simulation",
+                                  "M": sim["M"], "eps": sim["mean"][k], "sem": sim["sem"][k],
+                                  "n": n, "z": sim["z"][k]}))
+    df = pd.concat(rows, ignore_index=True)
+    df.attrs.update(L=int(th.attrs["L"]), sigma2=float(th.attrs["sigma2"]))
+    return df
+
+
+def sample_complexity_table(paths: Iterable[str]) -> pd.DataFrame:
+    """One row per realisation x M: realisation, M, alpha = M/L, test_loss, test_loss_heldout
+    (test sequences absent from the first M training sequences), train_loss, pearson_r,
+    converged (L-BFGS gradient criterion), optimal_loss, test_overlap (of the full training
+    set)."""
+    frames = []
+    for path in paths:
+        art = read_artefact(path, SAMPLE_COMPLEXITY,
+                            required=("M", "test_loss", "test_loss_heldout", "converged"))
+        frames.append(pd.DataFrame({
+            "realisation": _realisation(art.attrs), "M": art["M"],
+            "alpha": art["M"] / float(art.attrs["L"]), "test_loss": art["test_loss"],
+            "test_loss_heldout": art["test_loss_heldout"], "train_loss": art["train_loss"],
+            "pearson_r": art["pearson_r"], "converged": art["converged"].astype(bool),
+            "optimal_loss": float(art.attrs["optimal_loss"]),
+            "test_overlap": float(art.attrs["test_overlap"]),
+        }))
+    return pd.concat(frames, ignore_index=True)
+
+
+def peak(df: pd.DataFrame, x: str, y: str) -> pd.Series:
+    """The peak of the group-mean curve of ``y`` over ``x``: the largest mean at any ``x``
+    beyond the smallest one, wherever it lies (an edge included). Returns ``x``, ``y`` (mean),
+    ``sem`` (ddof 1; NaN for n = 1) and ``n`` at the peak, and ``resolved``: whether the peak
+    mean exceeds the mean at every later ``x`` by more than the two s.e.m. combined in
+    quadrature (False at the last ``x``: nothing after it to descend to).
+
+    The smallest ``x`` is left out because the fit there barely leaves the uniform guess.
+    """
+    g = df.groupby(x)[y]
+    means, sems = g.mean().sort_index(), g.sem().sort_index()
+    tail = means.iloc[1:] if len(means) > 1 else means
+    at = tail.idxmax()
+    later = means.index > at
+    gap = means[at] - means[later]
+    margin = np.sqrt(sems[at] ** 2 + sems[later] ** 2)
+    resolved = bool(later.any() and np.all(gap > margin))
+    return pd.Series({x: at, y: means[at], "sem": sems[at], "n": int(g.count()[at]),
+                      "resolved": resolved})
+
+
+def warnings(final: pd.DataFrame, plm: pd.DataFrame, curve: pd.DataFrame) -> list[str]:
+    """One line per problem the tables carry: test sets mostly in the training set (more than
+    ``MOSTLY_IN_SAMPLE``), unconverged training runs, PLM fits and sample-complexity points,
+    and factored fits whose test loss exceeds the data set's floor (``with_floor``) by more than
+    ``FLOOR_TOLERANCE``: a minimum the floor fit shows to be beatable on the same data."""
+    lines = []
+    overlap = final.groupby("realisation")["test_overlap"].first()
+    for r, frac in overlap[overlap > MOSTLY_IN_SAMPLE].items():
+        lines.append(f"realisation {r}: {100 * frac:.0f} % of the test sequences occur in the "
+                     "training set; the test loss is mostly in-sample (see test_loss_heldout)")
+    for _, row in final[~final["converged"]].iterrows():
+        lines.append(f"train {row['arch']} r{row['realisation']}: NOT CONVERGED (relative "
+                     f"improvement {row['rel_improvement']:.1e}, max |gradient| "
+                     f"{row['grad_norm']:.1e})")
+    for _, row in plm[~plm["converged"]].iterrows():
+        lines.append(f"plm {row['kind']} r{row['realisation']}: NOT CONVERGED (max |gradient| "
+                     f"{row['grad_norm']:.1e} > {row['grad_tol']:.0e}; {row['stop_reason']})")
+    short = pd.concat([final[final["model"] == "factored"].assign(name="train " + final["arch"]),
+                       plm[plm["kind"] == "factored"].assign(name="plm factored")])
+    if "excess_over_floor" in short:
+        for _, row in short[short["excess_over_floor"] > FLOOR_TOLERANCE].iterrows():
+            lines.append(f"{row['name']} r{row['realisation']}: test loss "
+                         f"{100 * row['excess_over_floor']:.1f} % above the data set's floor "
+                         "(plm factored_from_truth)")
+    bad = curve[~curve["converged"]]
+    for r, rows in bad.groupby("realisation"):
+        lines.append(f"sample complexity r{r}: NOT CONVERGED at M = {rows['M'].tolist()}")
+    return lines
+
+
+def summarise(df: pd.DataFrame, by: Sequence[str], values: Sequence[str]) -> pd.DataFrame:
+    """Tidy summary: one row per group x quantity with mean, sem (ddof 1; NaN for n = 1), n."""
+    long = df.melt(id_vars=list(by), value_vars=list(values), var_name="quantity")
+    long["value"] = long["value"].astype(float)  # flags (converged) summarise as fractions
+    grouped = long.groupby([*by, "quantity"], dropna=False)["value"]
+    out = grouped.agg(mean="mean", std="std", n="count").reset_index()
+    out["sem"] = out["std"] / np.sqrt(out["n"])
+    return out.drop(columns="std")
+
+
+def attention_maps(paths: Iterable[str]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """``(J: (L, L), {arch: attention map (L, L)})`` of ``mlm-train/1`` artefacts of one
+    realisation, the maps in Fig. 2b's order."""
+    maps, J = {}, None
+    for path in paths:
+        art = read_artefact(path, MLM_TRAIN, required=("attention", "J"))
+        maps[str(art.attrs["arch"])] = art["attention"]
+        J = art["J"]
+    return J, {a: maps[a] for a in FIG2B if a in maps}
+
+
+def build_tables(train: Iterable[str], plm: Iterable[str], sample_complexity: Iterable[str],
+                 theory: str, simulations: str) -> dict[str, pd.DataFrame]:
+    """Every table of the Potts paper, by name, from the artefact paths of each stage."""
+    history, final, restarts = training_tables(train)
+    plm_fits = plm_table(plm)
+    history, restarts = with_floor(history, plm_fits), with_floor(restarts, plm_fits)
+    final = with_floor(final, plm_fits).merge(restarts_at_floor(restarts), how="left",
+                                              on=["arch", "realisation"])
+    plm_fits = with_floor(plm_fits, plm_fits)
+    sc = sample_complexity_table(sample_complexity)
+    sc_peak = peak(sc, "M", "test_loss").to_frame().T
+    sc_peak["alpha"] = sc_peak["M"] / sc["M"].iloc[0] * sc["alpha"].iloc[0]
+    return {
+        "training_history": history,
+        "training_final": final,
+        "training_restarts": restarts,
+        "training_summary": summarise(
+            final, ["arch", "a"], ["test_loss", "test_loss_heldout", "excess_loss",
+                                   "excess_over_floor", "test_overlap", "recon_error", "pearson_r",
+                                   "converged"]),
+        "plm": plm_fits,
+        "replica": replica_table(theory, simulations),
+        "sample_complexity": sc,
+        "sample_complexity_summary": summarise(
+            sc, ["M", "alpha"], ["test_loss", "test_loss_heldout", "train_loss", "converged"]),
+        "sample_complexity_peak": sc_peak,
+    }
