@@ -26,8 +26,8 @@ for _study in STUDY_NAMES:
 rule all:
     default_target: True
     input:
-        POTTS_FIGURES,
-        PATHS_FIGURES,
+        POTTS_TARGETS,
+        HMM_TARGETS,
         OMNIGLOT_FIGURES,
 
 

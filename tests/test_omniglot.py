@@ -16,6 +16,7 @@ from tests.conftest import ROOT
 from workflow_lib import artefacts
 from workflow_lib.artefacts import ArtefactError, read_artefact
 from workflow_lib.attention import heads, icl, model
+from workflow_lib.claims import VERDICTS
 from workflow_lib.config import load_config
 from workflow_lib.registry import Job
 from workflow_lib.studies.omniglot import data as omniglot
@@ -261,8 +262,8 @@ def test_stages_end_to_end(tiny_run):
                        required=("cumulative/random",))
     assert pr["cumulative/random"].shape == (cfg["omniglot"]["random_orders"],
                                              net["layers"] * (net["heads"] - 1) + 1)
-    checks = pd.read_csv(out / "tables" / "checks.csv")
-    assert len(checks) == 5 and checks["holds"].dtype == bool
+    claims = pd.read_csv(out / "tables" / "claims.csv")
+    assert len(claims) == 5 and set(claims["verdict"]) <= set(VERDICTS)
     for panel in (p.name for p in STUDY.panels):
         for ext in ("png", "pdf"):
             assert (tiny_run / "results" / "figures" / f"{panel}.{ext}").stat().st_size > 1000

@@ -240,7 +240,7 @@ def test_sampling_runs_on_slurm(cluster, tmp_path):
     calls = [line for line in out.splitlines() if line.startswith("sbatch call:")]
     assert len(calls) == 4, calls
     for rule, n_cpus in (("couplings", 1), ("sample", threads)):
-        want = expected_resources(rule)
+        want = rules()[rule].resources(load_config(tiny_config(threads=threads)), {"r": "0"})
         mine = [c for c in calls if f"--comment rule_{rule}_" in c]
         assert len(mine) == 2, calls
         for call in mine:

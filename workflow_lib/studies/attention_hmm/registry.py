@@ -62,6 +62,8 @@ STUDY = Study(
              constant(10), constant(2000), local=True),
         Rule("paths_figure", f"{STAGES}.stages_results:paths_figure", panel_params,
              constant(10), constant(2000), local=True),
+        Rule("paths_claims", f"{STAGES}.stages_results:paths_claims", no_params,
+             constant(10), constant(2000), local=True),
     ),
     tables=("accuracy", "order_parameters", "pc_overlaps", "diagnostics"),
     panels=(

@@ -10,6 +10,7 @@ PATHS_PANELS = (["paths_fig2c", "paths_fig2d"] if "four_paths" in PATHS_EXPERIME
     ["paths_fig2e"] if "two_paths" in PATHS_EXPERIMENTS else []
 )
 PATHS_FIGURES = expand(f"{RESULTS}/figures/{{panel}}.{{ext}}", panel=PATHS_PANELS, ext=("png", "pdf"))
+HMM_TARGETS = [*PATHS_FIGURES, f"{RESULTS}/paths/tables/claims.csv"]
 
 
 wildcard_constraints:
@@ -75,6 +76,20 @@ rule paths_tables:
         **resources("paths_tables"),
     shell:
         stage("paths_tables")
+
+
+rule paths_claims:
+    input:
+        **{name: f"{RESULTS}/paths/tables/{name}.csv" for name in HMM.tables},
+    output:
+        claims=f"{RESULTS}/paths/tables/claims.csv",
+    params:
+        job=job("paths_claims"),
+    threads: threads("paths_claims")
+    resources:
+        **resources("paths_claims"),
+    shell:
+        stage("paths_claims")
 
 
 rule paths_figure:

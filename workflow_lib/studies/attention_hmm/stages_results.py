@@ -1,15 +1,21 @@
-"""Stages ``paths_tables`` (tidy tables of the attention-paths artefacts) and ``paths_figure``
-(Fig. 2c-e of the attention-paths paper, from the tables)."""
+"""Stages ``paths_tables`` (tidy tables of the attention-paths artefacts), ``paths_figure``
+(Fig. 2c-e of the attention-paths paper, from the tables) and ``paths_claims``."""
 
 from __future__ import annotations
+
+import logging
 
 import pandas as pd
 
 from workflow_lib.artefacts import PATHS_SAMPLES, PATHS_THEORY, read_artefact, write_csv
+from workflow_lib.claims import log_claims
 from workflow_lib.plotting import save_figure
 from workflow_lib.registry import Job
 from workflow_lib.studies.attention_hmm import figures as paths_figures
 from workflow_lib.studies.attention_hmm import tables
+from workflow_lib.studies.attention_hmm.claims import hmm_claims
+
+log = logging.getLogger("workflow_lib.stages")
 
 
 def paths_tables(job: Job) -> None:
@@ -35,3 +41,11 @@ def paths_figure(job: Job) -> None:
     else:
         raise ValueError(f"unknown figure panel {panel!r}")
     save_figure(fig, job.output)
+
+
+def paths_claims(job: Job) -> None:
+    """The claims table of the study (``attention_hmm.claims``) from its tables; one log line per
+    claim with its verdict."""
+    table = hmm_claims({name: pd.read_csv(path) for name, path in job.input.items()})
+    log_claims(table, log)
+    write_csv(table, job.output["claims"])

@@ -67,10 +67,10 @@ def pc_overlaps(pcs: pd.DataFrame) -> plt.Figure:
     return fig
 
 
-def head_scores(scores: pd.DataFrame, checks: pd.DataFrame) -> plt.Figure:
+def head_scores(scores: pd.DataFrame, claims: pd.DataFrame) -> plt.Figure:
     """(e) Accuracy drop of the gradient-descent model when one head is pruned vs its score,
-    with the rank correlation of the two (from the checks table)."""
-    rho = checks.loc[checks["claim"].str.startswith("Spearman"), "value"].iloc[0]
+    with the rank correlation of the two (from the claims table)."""
+    rho = claims.loc[claims["id"] == "fig3e.score_predicts_cost", "measured"].iloc[0]
     fig, ax = plt.subplots(figsize=(4.2, 3.2), constrained_layout=True)
     for layer, rows in scores.groupby("layer"):
         ax.scatter(rows["score"], 100 * rows["drop"], label=f"layer {layer}", s=25)

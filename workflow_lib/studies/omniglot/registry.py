@@ -92,7 +92,7 @@ STUDY = Study(
              constant(10), constant(2000), local=True),
     ),
     tables=("accuracy", "order_parameters", "pc_overlaps", "head_scores", "cumulative_pruning",
-            "checks"),
+            "claims"),
     panels=(
         Panel("omniglot_fig3b", ("accuracy",),
               "Attention paths, Fig. 3b: test accuracy on held-out one-shot Omniglot episodes vs "
@@ -108,7 +108,7 @@ STUDY = Study(
         Panel("omniglot_fig3d", ("pc_overlaps",),
               "Attention paths, Fig. 3d: overlap of the top kernel principal components with the "
               "labels on the training episodes, finite width vs GP limit."),
-        Panel("omniglot_fig3e", ("head_scores", "checks"),
+        Panel("omniglot_fig3e", ("head_scores", "claims"),
               "Attention paths, Fig. 3e: accuracy drop of the gradient-descent model when a "
               "single head is pruned vs that head's score from the theory's U."),
         Panel("omniglot_fig3f", ("cumulative_pruning",),

@@ -1,4 +1,4 @@
-"""Stages ``omniglot_tables`` (CSV tables of the one-shot Omniglot study and the checks of the
+"""Stages ``omniglot_tables`` (CSV tables of the one-shot Omniglot study and the claims of the
 paper's claims, ``analysis.omniglot_tables``) and ``omniglot_figure`` (Fig. 3b-f of the
 attention-paths paper, from the tables)."""
 
@@ -10,6 +10,7 @@ import pandas as pd
 
 from workflow_lib import artefacts
 from workflow_lib.artefacts import read_artefact, write_csv
+from workflow_lib.claims import log_claims
 from workflow_lib.plotting import save_figure
 from workflow_lib.registry import Job
 from workflow_lib.studies.omniglot import artefacts as oa
@@ -20,18 +21,15 @@ log = logging.getLogger("workflow_lib.attention")
 
 
 def omniglot_tables(job: Job) -> None:
-    """CSV tables of the study and the checks of the paper's claims (``analysis.omniglot_tables``);
-    a claim that does not hold is logged as a warning."""
+    """CSV tables of the study and the claims table (``omniglot.tables``); one log line per
+    claim with its verdict."""
     model_art, params, net = oa.read_model(job.input["model"])
     th = read_artefact(job.input["theory"], artefacts.OMNIGLOT_THEORY)
     samples = job.input.get("samples") or []
     sa = read_artefact(samples[0], artefacts.OMNIGLOT_SAMPLES) if samples else None
     pruning = read_artefact(job.input["pruning"], artefacts.OMNIGLOT_PRUNING)
     tables = summary.tables(model_art, th, sa, pruning, params, net)
-    for _, c in tables["checks"].iterrows():
-        (log.info if c["holds"] else log.warning)("%s: %.4f (error %.4f; %s): %s", c["claim"],
-                                                  c["value"], c["error"], c["reference"],
-                                                  "holds" if c["holds"] else "DOES NOT HOLD")
+    log_claims(tables["claims"], log)
     for name, df in tables.items():
         write_csv(df, job.output[name])
 

@@ -93,10 +93,12 @@ STUDY = Study(
              constant(20), constant(4000), local=True),
         Rule("figure", f"{STAGES}.stages_results:figure", panel_params,
              constant(10), constant(2000), local=True),
+        Rule("claims", f"{STAGES}.stages_results:claims", no_params,
+             constant(10), constant(2000), local=True),
     ),
-    tables=("training_history", "training_final", "training_restarts", "training_summary",
+    tables=("data", "training_history", "training_final", "training_restarts", "training_summary",
             "plm", "replica", "sample_complexity", "sample_complexity_summary",
-            "sample_complexity_peak"),
+            "sample_complexity_peak", "sample_complexity_threshold"),
     panels=(
         Panel("fig2a", ("training_history",),
               "Fig. 2a: test loss (cross-entropy, nats) of the masked token vs training epoch for "

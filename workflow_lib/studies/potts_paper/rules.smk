@@ -10,6 +10,7 @@ ARCHS = CFG["training"]["architectures"] + [
 ]
 PANELS = [panel.name for panel in POTTS.panels]
 POTTS_FIGURES = expand(f"{RESULTS}/figures/{{panel}}.{{ext}}", panel=PANELS, ext=("png", "pdf"))
+POTTS_TARGETS = [*POTTS_FIGURES, f"{RESULTS}/tables/claims.csv"]
 
 
 rule couplings:
@@ -110,6 +111,7 @@ rule replica_sims:
 
 rule aggregate:
     input:
+        samples=expand(f"{RESULTS}/potts/r{{r}}/samples.h5", r=REALISATIONS),
         train=expand(f"{RESULTS}/train/{{arch}}/r{{r}}.h5", arch=ARCHS, r=REALISATIONS),
         plm=expand(f"{RESULTS}/plm/{{kind}}/r{{r}}.h5", kind=CFG["plm"]["kinds"], r=REALISATIONS),
         sample_complexity=expand(f"{RESULTS}/sample_complexity/r{{r}}.h5", r=REALISATIONS),
@@ -124,6 +126,20 @@ rule aggregate:
         **resources("aggregate"),
     shell:
         stage("aggregate")
+
+
+rule claims:
+    input:
+        **{name: f"{RESULTS}/tables/{name}.csv" for name in POTTS.tables},
+    output:
+        claims=f"{RESULTS}/tables/claims.csv",
+    params:
+        job=job("claims"),
+    threads: threads("claims")
+    resources:
+        **resources("claims"),
+    shell:
+        stage("claims")
 
 
 def panel_inputs(wildcards):

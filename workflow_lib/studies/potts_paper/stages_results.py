@@ -1,4 +1,5 @@
-"""Stages ``aggregate`` (the Potts paper's tables) and ``figure`` (one panel, PNG and PDF)."""
+"""Stages ``aggregate`` (the Potts paper's tables), ``figure`` (one panel, PNG and PDF) and
+``claims`` (the claims table)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,11 @@ import logging
 import pandas as pd
 
 from workflow_lib.artefacts import write_csv
+from workflow_lib.claims import log_claims
 from workflow_lib.plotting import save_figure
 from workflow_lib.registry import Job
 from workflow_lib.studies.potts_paper import figures, tables
+from workflow_lib.studies.potts_paper.claims import potts_claims
 from workflow_lib.studies.potts_paper.registry import STUDY
 
 log = logging.getLogger("workflow_lib.stages")
@@ -45,3 +48,11 @@ def figure(job: Job) -> None:
     else:
         raise ValueError(f"unknown figure panel {panel!r}")
     save_figure(fig, job.output)
+
+
+def claims(job: Job) -> None:
+    """The claims table of the Potts paper (``potts_paper.claims``) from the study's tables; one
+    log line per claim with its verdict."""
+    table = potts_claims({name: pd.read_csv(path) for name, path in job.input.items()})
+    log_claims(table, log)
+    write_csv(table, job.output["claims"])
