@@ -23,12 +23,36 @@ for _study in STUDY_NAMES:
     include: study_rules(_study)
 
 
+from workflow_lib.pages import CLAIMS
+
+REPORT_PAGE = f"{RESULTS}/report.rst"
+
+
+report: os.path.abspath(REPORT_PAGE)
+
+
+rule report_page:
+    """The report's front page: every study's claims table."""
+    input:
+        **{s: f"{RESULTS}/{CLAIMS[s]}" for s in CLAIMS if s != "omniglot" or OMNI["enabled"]},
+    output:
+        page=REPORT_PAGE,
+    params:
+        job=job("report_page"),
+    threads: threads("report_page")
+    resources:
+        **resources("report_page"),
+    shell:
+        stage("report_page")
+
+
 rule all:
     default_target: True
     input:
         POTTS_TARGETS,
         HMM_TARGETS,
         OMNIGLOT_FIGURES,
+        REPORT_PAGE,
 
 
 derive_stage_directives()

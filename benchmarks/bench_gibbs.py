@@ -3,6 +3,7 @@ sampler, in one run.
 
     python benchmarks/bench_gibbs.py [--lengths 20,50,100,200,500] [--colours 20] [--chains 200]
                                      [--realisations 30] [--replicas 8] [--work 2e9]
+                                     [--csv PATH]
 
 For each L (C colours, beta = 0.9 / sqrt(L / 20), J, U ~ N(0, 1) symmetric as in the paper),
 prints for
@@ -16,7 +17,9 @@ prints for
 the compile time (first call minus a compiled call of the same size), spin updates/s,
 updates/s x L (work-normalised: each update costs O(L C)) and the ratio to NumPy. Runs are
 sized to about ``--work`` multiply-adds each (so about the same time at every L). Runs on any
-JAX backend (the NumPy reference stays on the CPU).
+JAX backend (the NumPy reference stays on the CPU). Each row is also appended to ``--csv``
+(default ``benchmarks/results/bench_gibbs.csv``) with the command and the host
+(``benchmarks/record.py``).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import argparse
 import os
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import jax
 
@@ -32,8 +36,11 @@ jax.config.update("jax_num_cpu_devices", os.cpu_count() or 1)  # CPU backend onl
 
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
+from record import Recorder, default_csv  # noqa: E402
 
 from workflow_lib.potts import gibbs, model, tempering  # noqa: E402
+
+COLUMNS = ("L", "C", "sampler", "compile_s", "mupd_per_s", "mupd_per_s_x_L", "vs_numpy")
 
 
 def numpy_gibbs(rng: np.random.Generator, J, U, beta, n_chains: int, n_sweeps: int) -> np.ndarray:
@@ -69,16 +76,21 @@ def timed(fn: Callable[[], object], repeats: int = 2) -> tuple[float, float]:
     return first, best
 
 
-def row(name: str, L: int, updates: float, first: float, best: float, ref: float | None) -> None:
+def row(rec: Recorder, name: str, L: int, C: int, updates: float, first: float, best: float,
+        ref: float | None) -> None:  # fmt: skip
+    """Print one sampler's figures and append them to the CSV."""
     rate = updates / best
     compile_s = f"{first - best:7.1f}" if first > 0 else "      -"
     ratio = f"{rate / ref:7.1f}x" if ref else "        "
     print(f"{L:5d}  {name:14s} {compile_s}  {rate / 1e6:9.3f}  {rate * L / 1e6:11.1f}  {ratio}",
           flush=True)
+    rec.add(L=L, C=C, sampler=name, compile_s=round(first - best, 1) if first > 0 else None,
+            mupd_per_s=round(rate / 1e6, 3), mupd_per_s_x_L=round(rate * L / 1e6, 1),
+            vs_numpy=round(rate / ref, 1) if ref else None)  # fmt: skip
 
 
 def bench_length(
-    L: int, C: int, B: int, R: int, replicas: int, work: float, numpy_work: float
+    rec: Recorder, L: int, C: int, B: int, R: int, replicas: int, work: float, numpy_work: float
 ) -> None:
     beta = 0.9 / np.sqrt(L / 20)  # keeps the fields of order 1 as L grows
     J, U = model.draw_couplings(jax.random.key(L), L, C, "gaussian")
@@ -92,13 +104,13 @@ def bench_length(
     numpy_gibbs(np.random.default_rng(0), J, U, beta, B, T)
     best = time.perf_counter() - t
     np_rate = B * L * T / best
-    row("numpy", L, B * L * T, 0.0, best, None)
+    row(rec, "numpy", L, C, B * L * T, 0.0, best, None)
 
     Jj, Uj = jnp.asarray(J), jnp.asarray(U)
     T = max(2, sweeps(B, work))
     first, best = timed(lambda: gibbs.independent_chains(
         jax.random.key(1), Jj, Uj, beta, n_chains=B, n_sweeps=T))
-    row(f"chains B={B}", L, B * L * T, first, best, np_rate)
+    row(rec, f"chains B={B}", L, C, B * L * T, first, best, np_rate)
 
     for r in (1, R):
         keys = jax.random.split(jax.random.key(2), r)
@@ -106,13 +118,13 @@ def bench_length(
         between = max(1, sweeps(r, work) // 10)
         first, best = timed(lambda: gibbs.single_chain(  # noqa: B023
             keys, Jr, Ur, br, n_save=10, burn_in=0, sweeps_between=between))  # noqa: B023
-        row(f"single R={r}", L, r * L * 10 * between, first, best, np_rate)
+        row(rec, f"single R={r}", L, C, r * L * 10 * between, first, best, np_rate)
 
     between = max(1, sweeps(replicas, work) // 10)
     first, best = timed(lambda: tempering.parallel_tempering(
         jax.random.split(jax.random.key(3), 1), Jj, Uj, jnp.array([beta]), n_replicas=replicas,
         ladder_min=0.5, n_save=10, burn_in=0, sweeps_between=between))
-    row(f"tempering R={replicas}", L, L * 10 * between, first, best, np_rate)  # per replica
+    row(rec, f"tempering R={replicas}", L, C, L * 10 * between, first, best, np_rate)  # per replica
 
 
 def main() -> None:
@@ -127,12 +139,15 @@ def main() -> None:
                     help="multiply-adds per timed JAX call (sets the number of sweeps)")
     ap.add_argument("--numpy-work", type=float, default=2e8,
                     help="multiply-adds of the NumPy reference run")
+    ap.add_argument("--csv", type=Path, default=default_csv(__file__),
+                    help="CSV file the rows are appended to")
     args = ap.parse_args()
+    rec = Recorder(args.csv, COLUMNS)
     print(f"C = {args.colours}, jax {jax.__version__}, backend {jax.default_backend()}, "
           f"{len(jax.devices())} device(s); numpy on the CPU")
     print("    L  sampler        compile s  M upd/s  M upd/s x L  vs numpy")
     for L in (int(x) for x in args.lengths.split(",")):
-        bench_length(L, args.colours, args.chains, args.realisations, args.replicas, args.work,
+        bench_length(rec, L, args.colours, args.chains, args.realisations, args.replicas, args.work,
                      args.numpy_work)
 
 

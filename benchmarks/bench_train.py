@@ -1,6 +1,8 @@
 """Training speed of the MLM models and time-to-optimum of factored attention (CPU or GPU).
 
-Run: ``python benchmarks/bench_train.py [--quick]``.
+Run: ``python benchmarks/bench_train.py [--quick] [--csv PATH]``; every row (and the ceiling) is
+also appended to ``--csv`` (default ``benchmarks/results/bench_train.csv``) with the command and
+the host (``benchmarks/record.py``), the ``table`` column telling the tables apart.
 
 1. Steps/s of every architecture (Adam, batch 100, 2 restarts side by side, compilation and
    evaluation excluded) and the cost of one evaluation, on the paper-sized problem: L = C = 20,
@@ -34,6 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 from jax import lax
+from record import Recorder, default_csv
 
 import workflow_lib  # noqa: F401  (float64 on)
 from workflow_lib.config import schema_default
@@ -49,6 +52,8 @@ M_TRAIN, M_TEST = 3000, 1000
 ADAM = {k: schema_default(f"training.{k}")  # the schema's defaults
         for k in ("optimizer", "learning_rate", "batch_size", "restarts")}
 ADAM["init_scale"] = 1.0  # the benchmark's reference start: unit-scale weights
+COLUMNS = ("table", "name", "epochs", "steps_per_s", "eval_s", "wall_s", "compile_s",
+           "test_over_opt", "mflop", "gflop_per_s", "abs_r_A_J")  # fmt: skip
 
 
 
@@ -110,10 +115,12 @@ def cold_run(path: str, epochs: int) -> None:
     print(json.dumps({**res.metrics, "ratio": res.metrics["test_loss"] / res.optimal_loss}))
 
 
-def row(name: str, epochs, m: dict, ratio: float) -> None:
+def row(rec: Recorder, name: str, epochs, m: dict, ratio: float) -> None:
     wall, compile_s = m["wall_seconds"], m.get("compile_seconds", float("nan"))
     r = abs(m.get("pearson_r", float("nan")))
     print(f"{name:<36}{epochs!s:>7}{wall:>9.2f}{compile_s:>11.2f}{ratio:>10.4f}{r:>10.4f}")
+    rec.add(table="to 1.01 x optimum", name=name, epochs=epochs, wall_s=round(wall, 2),
+            compile_s=round(compile_s, 2), test_over_opt=round(ratio, 4), abs_r_A_J=round(r, 4))
 
 
 def main() -> None:
@@ -121,10 +128,13 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer epochs for the speed table")
     parser.add_argument("--archs", nargs="+", default=list(ARCHS), help="architectures of table 1")
     parser.add_argument("--speed-only", action="store_true", help="table 1 only")
+    parser.add_argument("--csv", type=Path, default=default_csv(__file__),
+                        help="CSV file the rows are appended to")  # fmt: skip
     parser.add_argument("--cold-run", nargs=2, metavar=("DATA", "EPOCHS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.cold_run:
         return cold_run(args.cold_run[0], int(args.cold_run[1]))
+    rec = Recorder(args.csv, COLUMNS)
     print(f"devices: {jax.devices()}")
     t0 = time.perf_counter()
     data = make_data()
@@ -137,8 +147,11 @@ def main() -> None:
     print("   MFLOP: one step of one restart (XLA's count); GFLOP/s: steps/s x restarts x MFLOP")
     dim = schema_default("training.model_dim")
     rows, cols = ADAM["batch_size"] * L, 3 * dim  # the transformers' query-key-value product
+    ceiling = matmul_rate(rows, dim, cols)
     print(f"   ceiling: ({rows} x {dim}) @ ({dim} x {cols}) products alone: "
-          f"{matmul_rate(rows, dim, cols) / 1e9:.1f} GFLOP/s")
+          f"{ceiling / 1e9:.1f} GFLOP/s")
+    rec.add(table="ceiling", name=f"({rows} x {dim}) @ ({dim} x {cols}) products alone",
+            gflop_per_s=round(ceiling / 1e9, 1))  # fmt: skip
     print(f"{'arch':<18}{'E':>4}{'steps/s':>10}{'eval s':>9}{'compile s':>11}{'test/opt':>10}"
           f"{'MFLOP':>8}{'GFLOP/s':>9}")  # fmt: skip
     for arch in args.archs:
@@ -156,6 +169,10 @@ def main() -> None:
         gflops = rate * ADAM["restarts"] * flops / 1e9
         print(f"{arch:<18}{E:>4}{rate:>10.0f}{eval_s:>9.3f}{m['compile_seconds']:>11.2f}"
               f"{ratio:>10.4f}{flops / 1e6:>8.1f}{gflops:>9.1f}")  # fmt: skip
+        rec.add(table="training speed", name=arch, epochs=E, steps_per_s=round(rate),
+                eval_s=round(eval_s, 3), compile_s=round(m["compile_seconds"], 2),
+                test_over_opt=round(ratio, 4), mflop=round(flops / 1e6, 1),
+                gflop_per_s=round(gflops, 1))  # fmt: skip
 
     if args.speed_only:
         return None
@@ -178,19 +195,19 @@ def main() -> None:
             if ratio <= 1.01 or epochs == ladder[-1]:
                 break
         adam_epochs = adam_epochs or epochs
-        row(f"{name} (warm)", epochs, res.metrics, ratio)
+        row(rec, f"{name} (warm)", epochs, res.metrics, ratio)
     with tempfile.TemporaryDirectory() as tmp:
         path = str(Path(tmp) / "data.npz")
         np.savez(path, **data)
         cmd = [sys.executable, __file__, "--cold-run", path, str(adam_epochs)]
         out = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
-    row("adam lr 0.03 batch 100 (cold)", adam_epochs, out, out["ratio"])
+    row(rec, "adam lr 0.03 batch 100 (cold)", adam_epochs, out, out["ratio"])
     for kind in ("factored", "full"):
         res = fit_plm(kind, {"restarts": 2}, data["train"], data["test"], data["J"], data["U"],
                       BETA, jax.random.key(1))  # fmt: skip
         m = res.metrics
         name = f"PLM {kind} (L-BFGS, {m['iterations']} it)"
-        row(name, "", m, m["test_loss"] / res.optimal_loss)
+        row(rec, name, "", m, m["test_loss"] / res.optimal_loss)
     print(f"optimal test loss: {res.optimal_loss:.4f} nats")
 
 

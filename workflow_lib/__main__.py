@@ -3,8 +3,9 @@
 ``stage NAME --job JSON`` runs one workflow stage (what every Snakemake rule calls);
 ``inspect FILE...`` prints an artefact's schema, provenance, datasets and key figures;
 ``check-config FILE...`` validates config files (merged in order, as ``--configfile`` does);
-``omniglot OUTDIR`` runs the Omniglot study without Snakemake (on a GPU machine, say). Errors the
-user can fix are printed as one line.
+``omniglot OUTDIR`` runs the Omniglot study without Snakemake (on a GPU machine, say);
+``docs --preset NAME [--results DIR]`` writes the results pages (``workflow_lib.pages``) and the
+configuration reference. Errors the user can fix are printed as one line.
 """
 
 from __future__ import annotations
@@ -49,6 +50,21 @@ def _run_stage(name: str, job_json: str) -> None:
     getattr(importlib.import_module(module), func)(job)
 
 
+def _write_docs(args: argparse.Namespace) -> None:
+    from pathlib import Path
+
+    from workflow_lib.artefacts import git_commit
+    from workflow_lib.config import ConfigError
+    from workflow_lib.pages import write_docs
+
+    source = {"configs": args.configfile, "commit": git_commit()[:12]}
+    results = Path(args.results) if args.results else None
+    if results is not None and not results.is_dir():
+        raise ConfigError(f"--results {results}: no such folder (run snakemake first)")
+    for page in write_docs(Path(args.docs), args.preset, results, source):
+        print(page)
+
+
 def _run_omniglot(args: argparse.Namespace) -> None:
     from workflow_lib.config import read_config_files
 
@@ -85,6 +101,12 @@ def main(argv: list[str] | None = None) -> int:
     ins.add_argument("files", nargs="+")
     chk = sub.add_parser("check-config", help="validate config files (merged in order)")
     chk.add_argument("files", nargs="+")
+    docs = sub.add_parser("docs", help="write docs/results/*.md and docs/configuration.md")
+    docs.add_argument("--preset", required=True, help="the run's name on the pages, e.g. quick")
+    docs.add_argument("--results", help="a finished run's results folder to snapshot first")
+    docs.add_argument("--configfile", action="append", default=[],
+                      help="the run's config files, recorded on the pages")
+    docs.add_argument("--docs", default="docs", help="the docs folder (default: docs)")
     omni = sub.add_parser("omniglot", help="run the Omniglot study without Snakemake")
     omni.add_argument("outdir")
     omni.add_argument("--configfile", action="append", default=[],
@@ -109,6 +131,8 @@ def main(argv: list[str] | None = None) -> int:
             _run_stage(args.name, args.job)
         elif args.command == "inspect":
             print("\n\n".join(_inspect(f) for f in args.files))
+        elif args.command == "docs":
+            _write_docs(args)
         elif args.command == "check-config":
             read_config_files(args.files)
             print(f"{' + '.join(args.files)}: valid")

@@ -118,6 +118,11 @@ class Study:
         raise KeyError(f"study {self.name} has no panel {name!r}")
 
 
+# Rules of no single study: the report's front page from every study's claims table.
+SHARED = (Rule("report_page", "workflow_lib.pages:report_page", no_params, constant(10),
+               constant(2000), local=True),)
+
+
 def studies() -> tuple[Study, ...]:
     """Every study's registry, in ``STUDY_NAMES`` order."""
     return tuple(importlib.import_module(f"workflow_lib.studies.{name}.registry").STUDY
@@ -125,13 +130,12 @@ def studies() -> tuple[Study, ...]:
 
 
 def rules() -> dict[str, Rule]:
-    """Every rule of every study by name (names are unique across studies)."""
+    """Every rule, the shared ones and every study's, by name (names are unique)."""
     out: dict[str, Rule] = {}
-    for study in studies():
-        for each in study.rules:
-            if each.name in out:
-                raise ValueError(f"rule {each.name!r} is registered twice")
-            out[each.name] = each
+    for each in (*SHARED, *(r for study in studies() for r in study.rules)):
+        if each.name in out:
+            raise ValueError(f"rule {each.name!r} is registered twice")
+        out[each.name] = each
     return out
 
 

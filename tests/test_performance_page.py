@@ -1,0 +1,85 @@
+"""The performance page generated from the benchmarks' CSV files; docs/performance.md current."""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+from pathlib import Path
+
+from workflow_lib.performance import (
+    BENCHMARKS_DIR,
+    HOST_COLUMNS,
+    NO_FIGURES,
+    REGENERATE,
+    performance_page,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+HOST = {"host_cpu": "Test CPU 9000", "cpus": "64", "device": "cpu (cpu)", "jax_version": "0.0.1"}
+
+
+def write_csv(path: Path, rows: list[dict[str, str]]) -> None:
+    with path.open("w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def section(page: str, script: str) -> str:
+    """The part of ``page`` under the heading of ``script``."""
+    return page.split(f"## `{script}`", 1)[1].split("\n## ", 1)[0]
+
+
+def test_page_shows_the_latest_run_with_its_host(tmp_path):
+    command = "python benchmarks/bench_gibbs.py --lengths 20"
+    old = {"commit": "aaaaaaa", "date": "2025-01-01T00:00:00+00:00"}
+    new = {"commit": "bbbbbbb", "date": "2025-02-01T00:00:00+00:00"}
+    write_csv(tmp_path / "bench_gibbs.csv", [
+        {"L": "20", "sampler": "numpy", "mupd_per_s": "1.111", "vs_numpy": "", "command": command,
+         **HOST, **old},
+        {"L": "20", "sampler": "numpy", "mupd_per_s": "1.654", "vs_numpy": "", "command": command,
+         **HOST, **new},
+        {"L": "20", "sampler": "chains B=200", "mupd_per_s": "33.02", "vs_numpy": "19.96",
+         "command": command, **HOST, **new},
+    ])  # fmt: skip
+    text = section(performance_page(tmp_path), "bench_gibbs.py")
+    header = "| L | sampler | mupd_per_s | vs_numpy | " + " | ".join(HOST_COLUMNS) + " |"
+    assert header in text
+    host = " | ".join([*HOST.values(), new["commit"], new["date"]])
+    assert f"| 20 | numpy | 1.654 |  | {host} |" in text
+    assert f"| 20 | chains B=200 | 33.02 | 19.96 | {host} |" in text
+    assert "1.111" not in text and old["commit"] not in text  # an earlier run is not shown
+    assert f"from `{command}`" in text
+    assert NO_FIGURES not in text
+
+
+def test_missing_csv_gives_the_no_figures_line(tmp_path):
+    page = performance_page(tmp_path)
+    scripts = sorted(BENCHMARKS_DIR.glob("bench_*.py"))
+    assert scripts, "no benchmarks/bench_*.py scripts found"
+    for script in scripts:
+        text = section(page, script.name)
+        assert f".venv/bin/python benchmarks/{script.name}" in text
+        assert NO_FIGURES in text
+
+
+def test_recorded_rows_reach_the_page(tmp_path):
+    spec = importlib.util.spec_from_file_location("record", BENCHMARKS_DIR / "record.py")
+    record = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(record)
+    rec = record.Recorder(tmp_path / "bench_replica.csv", ("step", "seconds"))
+    rec.add(step="task (L = 200)", seconds=0.0071)
+    rec.add(step="simulation", seconds=3.1)
+    text = section(performance_page(tmp_path), "bench_replica.py")
+    for value in rec.fixed.values():
+        assert value in text
+    assert "| task (L = 200) | 0.0071 |" in text and "| simulation | 3.1 |" in text
+
+
+def test_performance_page_is_current():
+    page = ROOT / "docs" / "performance.md"
+    expected = performance_page(ROOT / "benchmarks" / "results")
+    assert page.is_file() and page.read_text(encoding="utf-8") == expected, (
+        "docs/performance.md is out of date with benchmarks/results/*.csv; regenerate it with: "
+        f"{REGENERATE}"
+    )

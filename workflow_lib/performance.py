@@ -1,0 +1,113 @@
+"""The performance page: ``docs/performance.md``, generated from the benchmarks' CSV files.
+
+Each ``benchmarks/bench_*.py`` script appends one row per measured configuration to
+``benchmarks/results/<script name>.csv`` (``benchmarks/record.py``): its own columns, the command
+that ran it and the host columns. ``performance_page(Path("benchmarks/results"))`` is the text of
+``docs/performance.md``: per benchmark, the first paragraph of the script's docstring, the
+command and the rows of the file's latest run. ``REGENERATE`` is the command that rewrites the
+page.
+"""
+
+from __future__ import annotations
+
+import ast
+import csv
+import re
+from pathlib import Path
+
+BENCHMARKS_DIR = Path(__file__).resolve().parents[1] / "benchmarks"
+HOST_COLUMNS = ("host_cpu", "cpus", "device", "jax_version", "commit", "date")
+NO_FIGURES = "No figures recorded yet: run the command above."
+REGENERATE = (
+    ".venv/bin/python -c \"from pathlib import Path; "
+    "from workflow_lib.performance import performance_page; "
+    "Path('docs/performance.md').write_text(performance_page(Path('benchmarks/results')))\""
+)
+_NUMBER = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^nan$")
+
+
+def first_paragraph(script: Path) -> str:
+    """The first paragraph of the module docstring of ``script`` on one line, its reST literals
+    (````x````) as Markdown code (```x```)."""
+    doc = ast.get_docstring(ast.parse(script.read_text(encoding="utf-8"))) or ""
+    paragraph = " ".join(doc.strip().split("\n\n")[0].split())
+    return paragraph.replace("``", "`")
+
+
+def latest_run(path: Path) -> list[dict[str, str]]:
+    """The rows of the CSV at ``path`` that share the most recent ``date`` and its ``commit``
+    (one run of a benchmark); empty if the file holds no rows."""
+    with path.open(newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    if not rows:
+        return []
+    last = max(rows, key=lambda r: r.get("date") or "")
+    key = (last.get("date"), last.get("commit"))
+    return [r for r in rows if (r.get("date"), r.get("commit")) == key]
+
+
+def _cell(text: str | None) -> str:
+    return (text or "").replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_table(rows: list[dict[str, str]], columns: list[str]) -> list[str]:
+    """Lines of a Markdown table of ``rows`` under ``columns``; columns of numbers (or blanks)
+    are right-aligned."""
+
+    def numeric(c: str) -> bool:
+        values = [r.get(c) or "" for r in rows]
+        return any(values) and all(v == "" or _NUMBER.match(v) for v in values)
+
+    lines = ["| " + " | ".join(columns) + " |",
+             "|" + "|".join("---:" if numeric(c) else "---" for c in columns) + "|"]  # fmt: skip
+    lines += ["| " + " | ".join(_cell(r.get(c)) for c in columns) + " |" for r in rows]
+    return lines
+
+
+def figures(path: Path) -> list[str]:
+    """The lines that show the latest run in the CSV at ``path``: which command gave it, then
+    its rows as a table (the benchmark's columns that hold a value, then the host columns)."""
+    rows = latest_run(path) if path.is_file() else []
+    if not rows:
+        return [NO_FIGURES]
+    columns = [c for c in rows[0] if c not in HOST_COLUMNS and any(r.get(c) for r in rows)]
+    commands = {r.get("command") or "" for r in rows}
+    lead = "Latest figures"
+    if len(commands) == 1 and "command" in columns:
+        lead += f", from `{commands.pop()}`"
+        columns.remove("command")
+    columns += [c for c in HOST_COLUMNS if c in rows[0]]
+    return [f"{lead}:", "", *markdown_table(rows, columns)]
+
+
+def performance_page(results_dir: Path, benchmarks_dir: Path = BENCHMARKS_DIR) -> str:
+    """The Markdown of ``docs/performance.md``: a title, what the benchmarks are for, then per
+    ``bench_*.py`` script in ``benchmarks_dir`` what it measures (its docstring's first
+    paragraph), the command that produces its figures and the latest run recorded in
+    ``results_dir/<script name>.csv`` (or ``NO_FIGURES`` where that file does not exist)."""
+    lines = [
+        "# Performance",
+        "",
+        "The benchmarks in `benchmarks/` measure how fast the workflow's kernels run: the Gibbs "
+        "sampler, MLM training, the replica theory and the attention-paths pipeline. Speed "
+        "targets live here, never in unit tests: the tests check what the code computes, and a "
+        "timing depends on the host that measures it. Each script prints its figures and appends "
+        "them, one row per measured configuration, to `benchmarks/results/<script name>.csv` "
+        "(`--csv PATH` writes elsewhere); a ratio is always against a baseline measured in the "
+        "same run, so that both sides share one host. Every row records its host (`host_cpu`, "
+        "`cpus`, `device`, `jax_version`), the `commit` and the UTC `date`, and the command that "
+        "gave it; the tables below show each file's latest run. This page is generated from those "
+        f"files by `workflow_lib.performance`; regenerate it with `{REGENERATE}`.",
+    ]
+    for script in sorted(benchmarks_dir.glob("bench_*.py")):
+        lines += [
+            "",
+            f"## `{script.name}`",
+            "",
+            first_paragraph(script),
+            "",
+            f"    .venv/bin/python benchmarks/{script.name}",
+            "",
+            *figures(results_dir / f"{script.stem}.csv"),
+        ]
+    return "\n".join(lines) + "\n"
