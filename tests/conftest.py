@@ -32,13 +32,15 @@ ROOT = Path(__file__).resolve().parents[1]
 # per module), and the xdist group of the tests that use each: with ``--dist loadgroup`` a group
 # runs on one worker, so each is built once.
 SHARED_FIXTURES = ("tiny_run", "cluster", "solution_n10")
-WORKFLOW_FIXTURES = ("tiny_run", "cluster")  # a test using one runs the workflow: marked slow
+# A test using one of these runs the workflow or builds something for a minute: marked slow, so
+# that ``pytest -m "not slow"`` is the fast loop (unit tests, about a minute on 2 cores).
+SLOW_FIXTURES = SHARED_FIXTURES
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        if any(name in getattr(item, "fixturenames", ()) for name in WORKFLOW_FIXTURES):
+        if any(name in getattr(item, "fixturenames", ()) for name in SLOW_FIXTURES):
             item.add_marker(pytest.mark.slow)
         for name in SHARED_FIXTURES:
             if name in getattr(item, "fixturenames", ()):

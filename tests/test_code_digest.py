@@ -95,6 +95,7 @@ def _changed(before: dict[str, str], after: dict[str, str]) -> set[str]:
     return {name for name in before if before[name] != after[name]}
 
 
+@pytest.mark.slow
 def test_deep_edit_changes_exactly_the_dependent_stages(package):
     before = _digests(package)
     with open(package / "potts" / "diagnostics.py", "a") as f:  # stage -> sampling -> diagnostics
@@ -106,6 +107,7 @@ def test_deep_edit_changes_exactly_the_dependent_stages(package):
     assert _changed(before, _digests(package)) == {"train", "plm", "sample_complexity"}
 
 
+@pytest.mark.slow
 def test_module_joining_the_import_graph_later_is_picked_up(package):
     (package / "replica" / "extra.py").write_text("SCALE = 1.0\n")
     before = _digests(package)

@@ -43,6 +43,7 @@ def max_z_batch_means(seqs: np.ndarray, J, U, beta: float) -> float:
     return float(np.max(np.abs(est.mean(axis=0) - exact) / np.maximum(se, 1e-12)))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("beta", [0.4, 0.8, 1.0])
 def test_independent_chains_match_exact_marginals(tiny_model, beta):
     J, U = tiny_model
@@ -53,6 +54,7 @@ def test_independent_chains_match_exact_marginals(tiny_model, beta):
     assert max_z_independent(final, J, U, beta) < 5.0
 
 
+@pytest.mark.slow
 def test_exactness_check_has_power(tiny_model):
     """Samples at beta = 0.7 fail the check against the exact marginals at beta = 0.8."""
     J, U = tiny_model
@@ -62,6 +64,7 @@ def test_exactness_check_has_power(tiny_model):
     assert max_z_independent(final, J, U, 0.8) > 5.0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("beta", [0.5, 1.0])
 def test_single_chain_matches_exact_marginals(tiny_model, beta):
     J, U = tiny_model
@@ -75,6 +78,7 @@ def test_single_chain_matches_exact_marginals(tiny_model, beta):
     assert max_z_batch_means(saved, J, U, beta) < 5.0
 
 
+@pytest.mark.slow
 def test_single_chain_is_block_and_batch_invariant(tiny_model):
     """Splitting the run into blocks or batching realisations does not change a chain."""
     J, U = tiny_model
@@ -125,6 +129,7 @@ def kernel_fields(s, bJ, Urows, offset) -> np.ndarray:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("L", [7, 40, 69, 70])  # one block of all sites; blocks of 16, the
 def test_site_field_equals_local_fields(L):  # last overlapping the one before (69) or not
     """The field the kernel draws from is ``model.local_fields``, exactly, at every site, for
@@ -158,6 +163,7 @@ def reference_sweep(s: np.ndarray, u: np.ndarray, J, U, betas) -> np.ndarray:
     return s
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("L", "n_sweeps"), [(6, 20), (69, 3)])  # one block; blocks of 16
 def test_sweep_chains_matches_reference_sampler(L, n_sweeps):
     C, B = 4, 5
@@ -174,6 +180,7 @@ def test_sweep_chains_matches_reference_sampler(L, n_sweeps):
         s = s_new
 
 
+@pytest.mark.slow
 def test_independent_chains_follow_sweep_chains_in_blocks():
     """At a length swept in site blocks, ``independent_chains`` (shared couplings, one
     contraction for all chains) gives exactly the chains of ``sweep_chains`` (per-chain
@@ -192,6 +199,7 @@ def test_independent_chains_follow_sweep_chains_in_blocks():
     np.testing.assert_array_equal(np.asarray(s).T, final)
 
 
+@pytest.mark.slow
 def test_sweep_chains_reproduces_both_protocols(tiny_model):
     """``sweep_chains`` with the documented uniforms gives exactly the chains of
     ``single_chain`` (per-realisation J and beta, shared U) and ``independent_chains``."""
@@ -229,6 +237,7 @@ def test_sweep_chains_reproduces_both_protocols(tiny_model):
     np.testing.assert_array_equal(np.asarray(s).T, final)
 
 
+@pytest.mark.slow
 def test_independent_chains_are_block_invariant(tiny_model):
     """Blocks change how uniforms are chunked, not the chains or the energy trace."""
     J, U = tiny_model

@@ -20,7 +20,7 @@ from workflow_lib.potts.model import (
     random_couplings,
 )
 from workflow_lib.registry import Job
-from workflow_lib.registry import mlm as stages_mlm
+from workflow_lib.studies.potts_paper import stages_fits as stages_mlm
 from workflow_lib.studies.potts_paper import tables as aggregate
 
 jax.config.update("jax_enable_x64", True)  # explicit, in case this module runs first
@@ -56,6 +56,7 @@ def _brute_force_nll(A: np.ndarray, V: np.ndarray, seqs: np.ndarray) -> float:
     return total / (M * L)
 
 
+@pytest.mark.slow
 def test_factored_loss_is_pseudo_likelihood():
     spec = models.ArchSpec("factored", 5, 3)
     kA, kV = jax.random.split(jax.random.key(3))
@@ -85,6 +86,7 @@ def test_factored_loss_is_pseudo_likelihood():
     np.testing.assert_array_equal(rows, (A * (1 - jnp.eye(5)))[sites])
 
 
+@pytest.mark.slow
 def test_interpolated_at_zero_is_factored_exactly():
     spec_i = models.arch_spec("interpolated", {"a": 0.0}, L, C)
     spec_f = models.arch_spec("factored", {}, L, C)
@@ -102,6 +104,7 @@ def test_interpolated_at_zero_is_factored_exactly():
         np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.slow
 def test_interpolated_matches_explicit_token_model():
     """a > 0 against the (L + C)-dim token model of spec §2.1 written out with explicit vectors."""
     a = 0.37
@@ -127,6 +130,7 @@ def test_interpolated_matches_explicit_token_model():
         np.testing.assert_allclose(np.delete(rows[b], i), np.delete(scores, i), rtol=1e-12)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arch", ["vanilla1", "vanilla3"])
 @pytest.mark.parametrize("mask_token", ["channel", "zero"])
 def test_transformer_shapes_attention_and_masking(arch, mask_token):
@@ -204,6 +208,7 @@ def test_training_loop_is_float32(arch):
     assert scans and "f64" not in "".join(map(str, scans)) and "f64" in str(run)
 
 
+@pytest.mark.slow
 def test_factored_training_reaches_optimum_and_agrees_with_plm(potts):
     train_seqs, test_seqs, J, U = potts
     key = jax.random.key(15)
@@ -238,6 +243,7 @@ def test_factored_training_reaches_optimum_and_agrees_with_plm(potts):
     assert fit.params["A"].shape == (L, L) and full.params["J"].shape == (L, L, C, C)
 
 
+@pytest.mark.slow
 def test_spectral_and_random_starts_keep_the_lowest_objective(potts):
     train_seqs, test_seqs, J, U = potts
     key = jax.random.key(15)
@@ -256,6 +262,7 @@ def test_spectral_and_random_starts_keep_the_lowest_objective(potts):
     assert fits["random"].metrics["starts_at_best"] >= 1
 
 
+@pytest.mark.slow
 def test_training_is_deterministic_and_transformer_learns(potts):
     train_seqs, test_seqs, J, U = potts
     train_seqs, test_seqs = train_seqs[:1000], test_seqs[:500]
@@ -304,6 +311,7 @@ def test_in_training_set():
     test_seqs = np.array([[2, 2, 2], [0, 1, 1], [0, 1, 2], [1, 0, 2]], np.uint8)  # dtypes differ
     np.testing.assert_array_equal(overlap.in_training_set(train_seqs, test_seqs),
                                   [True, False, True, False])  # fmt: skip
+    assert overlap.n_distinct(np.array([[0, 1], [0, 1], [1, 1]], np.uint8)) == 2
 
 
 def _samples(path, train_seqs, test_seqs, J, U):
@@ -312,6 +320,7 @@ def _samples(path, train_seqs, test_seqs, J, U):
                    seeds={"seed": 0, "realisation": 0}, attrs={"beta": BETA})  # fmt: skip
 
 
+@pytest.mark.slow
 def test_convergence_recorded_and_unconverged_flagged(potts, tmp_path):
     """Train stage on a tiny model: a long enough fit meets the stated criterion and records it;
     three epochs are flagged as not converged in the artefact, the tables and their warnings."""
@@ -356,6 +365,7 @@ def test_convergence_recorded_and_unconverged_flagged(potts, tmp_path):
                        f"{short.attrs['grad_norm']:.1e})"]  # fmt: skip
 
 
+@pytest.mark.slow
 def test_polish_reaches_the_gradient_criterion(potts):
     """The L-BFGS polish of factored attention's Adam solution: converged by its gradient
     criterion (recorded as the run's), at a training loss no higher than Adam's; cut short it
@@ -381,6 +391,7 @@ def test_polish_reaches_the_gradient_criterion(potts):
                                rtol=1e-10)  # fmt: skip
 
 
+@pytest.mark.slow
 def test_plm_convergence_is_the_gradient_criterion(potts):
     train_seqs, test_seqs, J, U = potts
     key = jax.random.key(18)

@@ -41,6 +41,7 @@ def test_bank_images_and_tokens(bank):
     np.testing.assert_allclose(bank.tokens.mean(axis=-1), 0.0, atol=1e-4)
 
 
+@pytest.mark.slow
 def test_rotated_characters_are_new_characters(bank):
     rotated, names = omniglot.load_bank(ARCHIVE, 32, 8, rotations=True)
     n = len(bank.character)
@@ -65,6 +66,7 @@ def test_patch_tokens_order():
                                rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_episodes(bank):
     ep = omniglot.draw_episodes(jax.random.key(0), bank, 400)
     char = bank.character[ep.images]
@@ -78,6 +80,7 @@ def test_episodes(bank):
     np.testing.assert_array_equal(ep.context_labels.sum(axis=1), 1)
 
 
+@pytest.mark.slow
 def test_sequences_add_position_and_label(bank):
     emb = omniglot.embeddings(jax.random.key(1), 16, 192, 1.0, 1.0)
     assert abs(emb.position.mean()) < 1e-12 and abs(emb.position.std() - 1) < 1e-12
@@ -99,6 +102,7 @@ def _inputs(n: int = 5) -> jax.Array:
     return jax.random.normal(jax.random.key(7), (n, 4, NET.n0), jnp.float64)
 
 
+@pytest.mark.slow
 def test_gradient_descent_model_is_the_theory_network():
     """f of the trained-model parameterisation = the path form Σ_π (V0ᵀ ū^π)·Φ_:π with the
     exported heads W = KᵀQ/sqrt(G) and the weights rescaled to the theory's convention."""
@@ -124,6 +128,7 @@ def test_pruning_drops_a_head_and_renormalises():
     assert not np.allclose(pruned, icl.forward(params, NET, x0, icl.all_heads(NET)))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("net", [NET, icl.Net(width=5, head_dim=2, layers=3, heads=2, n0=8)])
 def test_path_outputs_give_every_pruning(net):
     """One pass of path outputs (h1-major) weighted by ``path_weights`` = the forward pass with
@@ -155,6 +160,7 @@ def test_head_scores_by_hand():
     assert heads.removal_sequence([(0, 1), (0, 0), (1, 1)], 2, 2) == [(0, 1), (1, 1)]
 
 
+@pytest.mark.slow
 def test_path_labels_follow_the_path_order():
     """Path p of ``path_heads`` is the p-th path of ``model.path_attention`` (h1-major)."""
     T = 3
@@ -166,6 +172,7 @@ def test_path_labels_follow_the_path_order():
         np.testing.assert_allclose(c[p], omegas[0][h1] @ omegas[1][h2] @ r, rtol=1e-12)
 
 
+@pytest.mark.slow
 def test_identical_query_episodes(bank):
     """identical = 1: the query is the matching context image itself; identical = 0: the paper's
     episodes, every other draw unchanged by the option."""
@@ -191,6 +198,7 @@ def test_recipe_schedules():
     assert training.Recipe(10, 4, 1e-3, 0.0, 5).schedule()(7) == pytest.approx(1e-3)
 
 
+@pytest.mark.slow
 def test_init_schemes_variance():
     net = icl.Net(width=200, head_dim=50, layers=1, heads=2, n0=300)
     for scheme, var in (("pytorch", 1 / 3), ("lecun", 1.0)):
@@ -204,6 +212,7 @@ PLATEAU = 1.0  # square loss on y = +-1 of the model predicting 0
 LEFT_PLATEAU = 0.6
 
 
+@pytest.mark.slow
 def test_short_training_leaves_the_plateau(bank):
     """The curriculum's easy episodes (the query is the context image itself) with LeCun-normal
     weights take the training loss from the plateau (1) below 0.6 within 200 steps on 20

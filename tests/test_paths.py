@@ -59,6 +59,7 @@ def _tiny(key, n0=7, n_tokens=5, heads=(2, 3), batch=4):
     return x, weights, jnp.zeros(n_tokens).at[-1].set(1.0)
 
 
+@pytest.mark.slow
 def test_phi_kernels_equal_materialised_path_kernels():
     """K_U through Φ = (1/Π) Σ_ππ' U_ππ' C_ππ' with every path-path kernel built explicitly."""
     x, weights, r = _tiny(jax.random.key(0))
@@ -90,6 +91,7 @@ def test_phi_kernels_equal_materialised_path_kernels():
     )
 
 
+@pytest.mark.slow
 def test_path_form_equals_network_forward_pass():
     """f = a·z^(L) r/√Na of the layer-by-layer network equals Σ_π (V0ᵀū^π)·Φ_:π."""
     x, weights, r = _tiny(jax.random.key(2))
@@ -110,6 +112,7 @@ def test_path_form_equals_network_forward_pass():
     np.testing.assert_allclose(model.readout(phi, ubar @ V0), jax.vmap(forward)(x), rtol=1e-10)
 
 
+@pytest.mark.slow
 def test_attention_columns_sum_to_one_and_uniform_head_is_uniform():
     task = tasks.MarkovTask(tokens=12, features=40)
     x, y = tasks.dataset(jax.random.key(4), 2, task)
@@ -124,6 +127,7 @@ def test_attention_columns_sum_to_one_and_uniform_head_is_uniform():
 # --- task ----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_hidden_chain_statistics_and_noise_split():
     task = tasks.MarkovTask(tokens=40, features=20, sigma_perp=3.0, in_plane=0.5)
     labels = jnp.repeat(jnp.array([1.0, -1.0]), 2000)
@@ -146,6 +150,7 @@ def test_hidden_chain_statistics_and_noise_split():
     np.testing.assert_array_equal(x[0, task.features :], np.eye(task.tokens + 1))
 
 
+@pytest.mark.slow
 def test_same_token_head_attends_previous_token_or_bos():
     """Noise-free: query t attends to t-1 when both are in the same state, else mostly BOS."""
     task = tasks.MarkovTask(tokens=10, features=20, in_plane=0.0, sigma_perp=0.0)
@@ -194,6 +199,7 @@ def test_ua_closed_form_equals_numerical_minimum(solution_n10):
         assert closed == pytest.approx(res.x, rel=1e-6)
 
 
+@pytest.mark.slow
 def test_large_width_tends_to_gp_limit(small_task):
     phi, y, *_ = small_task
     gaps = []

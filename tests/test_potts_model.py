@@ -10,6 +10,7 @@ import pytest
 from workflow_lib.potts import model
 
 
+@pytest.mark.slow
 def test_couplings_shapes_and_symmetry():
     J = np.asarray(model.random_couplings(jax.random.key(0), 7))
     U = np.asarray(model.random_colour_couplings(jax.random.key(1), 5))

@@ -16,6 +16,7 @@ SAMPLING = dict(n_train=300, n_test=100, burn_in=100, sweeps_between=10, blocks=
     ("protocol", "candidates"),
     [("single_chain", 4), ("independent_chains", 1), ("parallel_tempering", 1)],
 )
+@pytest.mark.slow
 def test_tuned_data_hit_the_target_within_tolerance(protocol, candidates):
     J, U = model.draw_couplings(jax.random.key(1), 8, 4, "gaussian")
     cfg = SAMPLING | {"protocol": protocol}
@@ -34,6 +35,7 @@ def test_tuned_data_hit_the_target_within_tolerance(protocol, candidates):
     assert data.train.shape == (300, 8) and data.test.shape == (100, 8)
 
 
+@pytest.mark.slow
 def test_a_miss_after_the_last_round_raises_one_line():
     J, U = model.draw_couplings(jax.random.key(1), 8, 4, "gaussian")
     cfg = SAMPLING | {"protocol": "single_chain"}
@@ -52,6 +54,7 @@ def test_candidate_betas_are_one_tolerance_apart_within_the_largest_step():
     assert sampling.candidate_betas(2.0, -0.5, 0.02, 1).tolist() == [2.0]
 
 
+@pytest.mark.slow
 def test_unbracketed_target_is_reported():
     J, U = model.draw_couplings(jax.random.key(7), 6, 3, "gaussian")
     cfg = SAMPLING | {"protocol": "independent_chains", "burn_in": 10}

@@ -7,7 +7,7 @@ import numpy as np
 from workflow_lib.artefacts import REPLICA_SIMULATIONS, REPLICA_THEORY, read_artefact
 from workflow_lib.config import load_config
 from workflow_lib.registry import Job
-from workflow_lib.registry import theory as stages
+from workflow_lib.studies.potts_paper import stages_theory as stages
 
 
 def test_replica_stages_write_theory_and_simulations(tmp_path):

@@ -9,6 +9,7 @@ from tests.test_gibbs import max_z_batch_means
 from workflow_lib.potts import gibbs, model, tempering
 
 
+@pytest.mark.slow
 def test_sweep_chains_is_the_per_chain_kernel(tiny_model):
     """``sweep_chains`` with per-chain beta J equals single_chain's kernel chain by chain."""
     J, U = tiny_model
@@ -34,6 +35,7 @@ def test_ladder_is_geometric_from_the_target():
     np.testing.assert_allclose(b[:, 1:] / b[:, :-1], 0.25 ** 0.25, rtol=1e-6)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("beta", [0.5, 1.0])
 def test_parallel_tempering_matches_exact_marginals(tiny_model, beta):
     J, U = tiny_model
@@ -50,6 +52,7 @@ def test_parallel_tempering_matches_exact_marginals(tiny_model, beta):
     assert np.all(run.round_trips > 0)
 
 
+@pytest.mark.slow
 def test_parallel_tempering_check_has_power(tiny_model):
     """Rung-0 samples at beta = 1.0 fail the check against the exact marginals at beta = 1.3."""
     J, U = tiny_model
@@ -62,6 +65,7 @@ def test_parallel_tempering_check_has_power(tiny_model):
     assert max_z_batch_means(run.saved, J, U, 1.3) > 5.0
 
 
+@pytest.mark.slow
 def test_parallel_tempering_is_block_and_batch_invariant(tiny_model):
     J, U = tiny_model
     keys = jax.random.split(jax.random.key(5), 2)

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from workflow_lib.artefacts import atomic_path
 from workflow_lib.claims import VERDICTS
 from workflow_lib.config import load_schema
 from workflow_lib.reference import configuration_page
-from workflow_lib.artefacts import atomic_path
 from workflow_lib.registry import Job, Study, studies
 
 CLAIMS = {  # study -> its claims table, relative to the run's results folder

@@ -1,4 +1,4 @@
-"""One experiment of the hidden-Markov-chain task (spec ``attention_paths.md`` §4a), end to end:
+"""One experiment of the hidden-Markov-chain task (Tiberi et al. 2024, Fig. 2), end to end:
 the task from the config, its networks, the path-attended inputs of every network, the theory's
 width sweep and the GP lines.
 

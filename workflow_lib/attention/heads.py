@@ -1,4 +1,4 @@
-"""Head scores from the order parameter and head pruning (spec ``attention_paths.md`` §4b).
+"""Head scores from the order parameter and head pruning (Tiberi et al. 2024, Fig. 3e-f).
 
 Heads are ``(layer, h)`` pairs, 0-based; a network has ``H`` heads in each of ``L`` layers and
 ``H^L`` paths, flattened h_1-major. The score of a head is the total ``|U_ππ'|`` over the entries

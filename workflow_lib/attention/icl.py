@@ -1,4 +1,4 @@
-"""The gradient-descent model of the one-shot task (spec ``attention_paths.md`` §4b), in JAX.
+"""The gradient-descent model of the one-shot task (Tiberi et al. 2024, Fig. 3), in JAX.
 
 An input layer ``V0: (N, N0)`` (the theory's V^(0)), then ``len(heads)`` layers of ``H`` heads
 each, summed with a factor ``1/sqrt(H)``: head h of layer l maps ``z -> Ω z V^(l,h)ᵀ`` with a value

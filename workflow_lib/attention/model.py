@@ -1,4 +1,4 @@
-"""The deep multi-head attention network of spec §1 in its path form.
+"""The deep multi-head attention network of Tiberi et al. 2024 in its path form.
 
 Conventions: a sequence is ``x: (N0, T)`` (features x tokens); an attention matrix is
 ``Omega: (T, T)`` with keys as rows and queries as columns (columns sum to 1); paths
@@ -14,6 +14,8 @@ from collections.abc import Sequence
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from workflow_lib.config import schema_default
 
 BATCH = 128  # sequences per step of the attention map (bounds memory at O(BATCH H T N0))
 
@@ -53,7 +55,10 @@ def _features(x: jax.Array, omegas: tuple[jax.Array, ...], readout: jax.Array) -
 
 
 def path_features(
-    x: jax.Array, omegas: Sequence[jax.Array], readout: jax.Array, sigma0_sq: float = 1.0
+    x: jax.Array,
+    omegas: Sequence[jax.Array],
+    readout: jax.Array,
+    sigma0_sq: float = schema_default("paths.prior_variance"),
 ) -> jax.Array:
     """``Phi: (B, N0, Pi)`` = sqrt(σ0²/(N0 Π)) x Ω^(1,h1) ... Ω^(L,hL) r for ``x: (B, N0, T)``.
 
@@ -85,7 +90,7 @@ def kernel_diagonal(phi: jax.Array, U: jax.Array) -> jax.Array:
 
 
 def suffix_vectors(a: jax.Array, values: Sequence[jax.Array]) -> list[jax.Array]:
-    """Effective-weight suffix vectors ``ū^(l)`` of spec §2, l = 1..L.
+    """Effective-weight suffix vectors ``ū^(l)`` of the theory (Tiberi et al. 2024), l = 1..L.
 
     ``a: (Na,)``; ``values``: ``V^(l): (H_l, N_{l+1}, N_l)`` for l = 1..L (``N_{L+1} = Na``).
     Returns ``[ū^(1): (Pi, N1), ..., ū^(L): (H_L, N_L)]``, suffixes h_l-major.

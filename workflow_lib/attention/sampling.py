@@ -1,6 +1,6 @@
-"""Posterior samples of the network weights (spec §3, §8.4) with NumPyro's NUTS.
+"""Posterior samples of the network weights with NumPyro's NUTS, as in Tiberi et al. 2024.
 
-The posterior of spec §2 in its path form: priors N(0, σ²) on ``a: (N,)`` and
+The weight posterior of the theory in its path form: priors N(0, σ²) on ``a: (N,)`` and
 ``V^(l): (H_l, N, N)``, a unit normal ``V0: (N, N0)`` (σ0 lives inside Φ), likelihood
 ``Y ~ N(f, T)`` with ``f = Σ_π (V0ᵀ ū^π)·Φ_:π``. With ``integrate_v0`` the Gaussian integral over
 ``V0`` is done exactly (then ``Y ~ N(0, K_U + T I)`` with ``U = ū ūᵀ``) and NUTS samples
@@ -30,6 +30,7 @@ from numpyro.diagnostics import effective_sample_size, split_gelman_rubin
 from numpyro.infer import NUTS
 
 from workflow_lib.attention import model, theory
+from workflow_lib.config import schema_default
 
 log = logging.getLogger("workflow_lib.attention")
 
@@ -124,16 +125,19 @@ def run_nuts(
     heads: Sequence[int],
     N: int,
     T: float,
-    sigma2: float = 1.0,
-    integrate_v0: bool = True,
-    warmup: int = 500,
-    samples: int = 500,
-    chains: int = 2,
-    target_accept: float = 0.8,
-    max_tree_depth: int = 10,
+    sigma2: float = schema_default("paths.prior_variance"),
+    integrate_v0: bool = schema_default("paths.sampler.integrate_v0"),
+    warmup: int = schema_default("paths.sampler.warmup"),
+    samples: int = schema_default("paths.sampler.samples"),
+    chains: int = schema_default("paths.sampler.chains"),
+    target_accept: float = schema_default("paths.sampler.target_accept"),
+    max_tree_depth: int = schema_default("paths.sampler.max_tree_depth"),
     blocks: int = 5,
 ) -> Samples:
     """NUTS on the weight posterior, chains vectorised; logs rate and ETA per block of steps.
+
+    Defaults: the config's ``paths.prior_variance`` and ``paths.sampler`` (the Omniglot study
+    passes its own ``omniglot.sampler``).
 
     NumPyro's NUTS kernel is stepped by one compiled ``lax.scan`` over ``samples / blocks``
     steps (warmup adaptation runs inside the kernel for the first ``warmup`` steps; the last

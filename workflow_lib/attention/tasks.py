@@ -1,4 +1,5 @@
-"""The hidden-Markov-chain classification task of spec §4a: data, heads and networks.
+"""The hidden-Markov-chain classification task (Tiberi et al. 2024, Fig. 2): data, heads and
+networks.
 
 A sequence is ``x: (N0, T+1)`` with ``N0 = D + T + 1``: ``D`` features (a visible token
 ``v_± + noise`` per hidden state; a zero BOS token first) stacked on a one-hot position code.

@@ -1,4 +1,4 @@
-"""The finite-width theory of spec §2: the action S(U), its minimum, and the predictor.
+"""The finite-width theory of Tiberi et al. 2024: the action S(U), its minimum, and the predictor.
 
 Order parameters of a network with heads ``H = (H_1, ..., H_L)`` at equal widths N: the
 hierarchy ``Us = [U^(1): (Pi, Pi), ..., U^(L): (H_L, H_L)]`` (``U^(l)`` of size
@@ -22,6 +22,9 @@ import numpy as np
 import scipy.optimize
 
 from workflow_lib.attention import model
+from workflow_lib.config import schema_default
+
+PRIOR_VARIANCE = schema_default("paths.prior_variance")
 
 log = logging.getLogger("workflow_lib.attention")
 
@@ -31,7 +34,7 @@ def sizes(heads: Sequence[int]) -> list[int]:
     return [int(np.prod(heads[layer:])) for layer in range(len(heads))]
 
 
-def gp_order_parameters(heads: Sequence[int], sigma2: float = 1.0) -> list[jax.Array]:
+def gp_order_parameters(heads: Sequence[int], sigma2: float = PRIOR_VARIANCE) -> list[jax.Array]:
     """The N → ∞ point: ``U^(l) = σ^(2(L-l+2)) I`` (``U = I`` for unit variances)."""
     L = len(heads)
     return [sigma2 ** (L - layer + 1) * jnp.eye(m) for layer, m in enumerate(sizes(heads))]
@@ -79,7 +82,7 @@ def kernel_energy(K: jax.Array, y: jax.Array, T: float) -> jax.Array:
 
 
 def energy(U: jax.Array, phi: jax.Array, y: jax.Array, T: float) -> jax.Array:
-    """The energy E(U) of spec §2 on the training set ``phi: (P, N0, Pi)``."""
+    """The energy E(U) of the action on the training set ``phi: (P, N0, Pi)``."""
     return kernel_energy(model.kernel(phi, phi, U), y, T)
 
 
@@ -97,9 +100,9 @@ def action(
     heads: Sequence[int],
     N: float,
     T: float,
-    sigma2: float = 1.0,
+    sigma2: float = PRIOR_VARIANCE,
 ) -> jax.Array:
-    """S(U) of spec §2 with ``U_a`` at its closed-form optimum (a profile over ``U_a``)."""
+    """The action S(U) with ``U_a`` at its closed-form optimum (a profile over ``U_a``)."""
     ua = ua_closed_form(jnp.trace(Us[-1]), heads[-1], sigma2)
     return entropy(Us, ua, heads, N, sigma2) + energy(Us[0], phi, y, T)
 
@@ -166,7 +169,7 @@ def stationarity(
     heads: tuple[int, ...],
     N: float,
     T: float,
-    sigma2: float = 1.0,
+    sigma2: float = PRIOR_VARIANCE,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Gradient and Hessian of S/N over the free entries (lower triangles) of the ``U^(l)``."""
     grad, hess = _grad_and_hessian(_pack(Us), phi, y, tuple(heads), N, T, sigma2)
@@ -179,9 +182,9 @@ def minimise_action(
     heads: Sequence[int],
     N: float,
     T: float,
-    sigma2: float = 1.0,
-    max_iter: int = 2000,
-    gtol: float = 1e-10,
+    sigma2: float = PRIOR_VARIANCE,
+    max_iter: int = schema_default("paths.solver.max_iter"),
+    gtol: float = schema_default("paths.solver.gtol"),
     hessian: bool = True,
 ) -> Solution:
     """Minimise S/N with L-BFGS over Cholesky factors from the GP point (float64).

@@ -1,4 +1,4 @@
-"""Masked language modelling of Potts sequences (spec §2-5, Fig. 2).
+"""Masked language modelling of Potts sequences (Rende et al. 2024, eqs. 2-5, Fig. 2).
 
 - ``models``: factored attention (paper eq. 4) and its softmax ablation, the interpolated single
   layer of Fig. 2d, and the off-the-shelf post-LN transformer encoder (1 or 3 layers), as pure

@@ -1,15 +1,17 @@
-"""Masked-language models of Potts sequences (spec §2-3), as pure functions over parameter pytrees.
+"""Masked-language models of Potts sequences (Rende et al. 2024, eqs. 2 and 4), as pure functions
+over parameter pytrees.
 
 Architectures (``ARCHS``), all predicting the colour of one masked site:
 
 - ``factored`` (paper eq. 4): ``logits_i = sum_{j != i} A_ij V[:, s_j]`` with signed, unnormalised
   ``A: (L, L)`` (its diagonal is masked out, so ``A_ii`` is inert) and ``V: (C, C)``. This is a
-  softmax regression with couplings ``J_ij(a, b) = A_ij V_ab`` (spec §5).
+  softmax regression with couplings ``J_ij(a, b) = A_ij V_ab`` (docs/design/training.md).
 - ``factored_softmax``: the same with ``A`` replaced by its row-softmax over ``j != i``
-  (ablation, spec §3.2).
-- ``interpolated`` (spec §2.1, Fig. 2d): one layer of unnormalised bilinear attention on the
-  ``(L + C)``-dim tokens ``x_att_j = p_j + a e_j``, ``x_val_j = e_j + a p_j`` with one-hot
-  positions ``p``, one-hot colours ``e`` (``E = I``) and the masked token's colour ``e_i = 0``.
+  (ablation: the paper does not say whether ``A`` is normalised).
+- ``interpolated`` (Rende et al. 2024, eq. 2, Fig. 2d): one layer of unnormalised bilinear
+  attention on the ``(L + C)``-dim tokens ``x_att_j = p_j + a e_j``, ``x_val_j = e_j + a p_j``
+  with one-hot positions ``p``, one-hot colours ``e`` (``E = I``) and the masked token's colour
+  ``e_i = 0``.
   With ``W = W_Q^T W_K`` of full rank, the score of the masked query is
   ``x_att_i^T W x_att_j = A_ij + a A_col[i, s_j] [j != i]`` (the colour rows of ``W`` never meet
   the masked query ``x_att_i = p_i``), and the value map ``[V_pos | V]`` gives
@@ -19,9 +21,10 @@ Architectures (``ARCHS``), all predicting the colour of one masked site:
   enters only through the masked token's own positional value, ``A_ii a V_pos[:, i]``). At
   ``a = 0`` the correction is an exact zero, so the model equals ``factored`` bit for bit with the
   same ``A, V`` (``init`` draws them from the same sub-keys for both).
-- ``vanilla1`` / ``vanilla3`` (spec §2.2, the UvA tutorial-6 encoder): input Dense(d) of the one-hot
-  colours + sinusoidal positions, ``n_layers`` post-LayerNorm blocks (1 head, scaled dot-product
-  softmax attention, FFN width 2d with ReLU), output head Dense(d) -> LN -> ReLU -> Dense(C).
+- ``vanilla1`` / ``vanilla3`` (Rende et al. 2024, App. A: the UvA tutorial-6 encoder): input
+  Dense(d) of the one-hot colours + sinusoidal positions, ``n_layers`` post-LayerNorm blocks
+  (1 head, scaled dot-product softmax attention, FFN width 2d with ReLU), output head
+  Dense(d) -> LN -> ReLU -> Dense(C).
   The masked site gets an extra (C+1)-th one-hot channel (``mask_token="channel"``) or a zero
   vector (``"zero"``). Xavier-uniform weights, zero biases, no dropout.
 

@@ -111,15 +111,48 @@ def rank1_factors(J: Array) -> tuple[Array, Array, Array]:
     return (root * u[:, 0]).reshape(L, L), (root * vt[0]).reshape(C, C), s[0] ** 2 / jnp.sum(s**2)
 
 
+def _logits(kind: str, spec: ArchSpec, params: Params, seqs: Array) -> Array:
+    """Logits ``(M, L, C)`` of every site's conditional given the rest of ``seqs: (M, L)``."""
+    return (predict_all_sites(spec, params, seqs)[0] if kind == "factored"
+            else coupling_logits(params["J"], seqs))  # fmt: skip
+
+
 def _data_loss(kind: str, spec: ArchSpec, params: Params, seqs: Array,
                weights: Array | None = None) -> Array:  # fmt: skip
     """Negative pseudo-log-likelihood per site (the MLM loss on all sites), averaged over
     ``seqs: (M, L)`` or, with ``weights: (M,)`` summing to one, their weighted mean."""
-    logits = (predict_all_sites(spec, params, seqs)[0] if kind == "factored"
-              else coupling_logits(params["J"], seqs))  # fmt: skip
+    logits = _logits(kind, spec, params, seqs)
     logp = jnp.take_along_axis(jax.nn.log_softmax(logits, axis=-1), seqs[..., None], axis=-1)
     per_seq = -jnp.mean(logp[..., 0], axis=-1)
     return jnp.mean(per_seq) if weights is None else jnp.sum(weights * per_seq)
+
+
+def accuracy(kind: str, spec: ArchSpec, params: Params, seqs: Array) -> Array:
+    """Fraction of the (sequence, site) pairs of ``seqs: (M, L)`` whose token is the strict
+    argmax of its conditional given the rest (a tie with another colour counts as wrong): 1 when
+    the fit classifies every masked site of ``seqs`` correctly (the data are separable by it)."""
+    logits = _logits(kind, spec, params, seqs)
+    own = jax.nn.one_hot(seqs, logits.shape[-1], dtype=bool)
+    true = jnp.sum(jnp.where(own, logits, 0.0), axis=-1)
+    others = jnp.max(jnp.where(own, -jnp.inf, logits), axis=-1)
+    return jnp.mean((true > others).astype(logits.dtype))
+
+
+PENALTY_FORMS = ("mean", "sum")
+
+
+def effective_l2(l2: float, penalty: str, n_seqs: int, L: int) -> float:
+    """The l2 of ``fit_plm``'s objective (loss averaged over sequences and sites plus
+    ``l2 ||theta||^2``) that has the minimisers of penalty form ``penalty`` on ``n_seqs``
+    sequences of length ``L``: ``mean`` is that objective itself (``l2`` returned unchanged);
+    ``sum`` is eq. (6) of Rende et al. 2024, the loss summed over sequences and sites plus
+    ``l2 ||theta||^2``, which is ``n_seqs L`` times the averaged objective with
+    ``l2 / (n_seqs L)``. The gradient criterion ``grad_tol`` stays on the averaged objective."""
+    if penalty == "mean":
+        return l2
+    if penalty == "sum":
+        return l2 / (n_seqs * L)
+    raise ValueError(f"unknown penalty form {penalty!r}; allowed: {PENALTY_FORMS}")
 
 
 def distinct_with_weights(seqs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -158,7 +191,8 @@ def fit_plm(
     truth). The best fit is the lowest objective among the
     converged ones (among all when none converged: ``metrics["converged"]`` is then False).
     The test loss is also reported on the test sequences absent from the training set
-    (``test_loss_heldout``; ``test_overlap`` is the fraction present).
+    (``test_loss_heldout``; ``test_overlap`` is the fraction present). ``train_accuracy``:
+    the fraction of training (sequence, site) pairs whose token the fit predicts (``accuracy``).
     """
     if kind not in PLM_KINDS:
         raise ValueError(f"unknown PLM kind {kind!r}; allowed: {PLM_KINDS}")
@@ -218,6 +252,7 @@ def fit_plm(
     train_loss, test_loss = data_loss(params, train), data_loss(params, test)
     in_train = in_training_set(np.asarray(train), np.asarray(test))
     heldout = data_loss(params, test[~in_train]) if (~in_train).any() else np.nan
+    train_accuracy = accuracy(fam, spec, params, train)
     if fam == "factored":
         att, extra = params["A"], {}
     else:
@@ -226,6 +261,7 @@ def fit_plm(
     error, r, c = reconstruction(att, J64, gauge=True)  # zero diagonal; sign is a gauge
     metrics = {
         "train_loss": float(train_loss),
+        "train_accuracy": float(train_accuracy),
         "test_loss": float(test_loss),
         "test_loss_heldout": float(heldout),
         "test_overlap": float(np.mean(in_train)),

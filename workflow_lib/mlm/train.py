@@ -1,4 +1,4 @@
-"""Masked-language-model training of the models in ``models.py`` (spec §4, Fig. 2).
+"""Masked-language-model training of the models in ``models.py`` (Rende et al. 2024, eq. 3, Fig. 2).
 
 Protocol:
 - loss: cross-entropy of the masked colour. Transformers (``vanilla_sites: one``) mask one
@@ -8,7 +8,7 @@ Protocol:
   The factored family (``factored``, ``factored_softmax``,
   ``interpolated``) masks every site of every sequence at once: its per-site predictions are
   independent, so this is the same expected loss with L times more signal per step at no extra
-  cost (spec §4); the loss is then the negative pseudo-log-likelihood per site (spec §5).
+  cost; the loss is then the negative pseudo-log-likelihood per site (docs/design/training.md).
 - optimiser ``sgd`` (plain, as in the paper) or ``adam``, learning rate with cosine decay to 0 over
   all steps, mini-batches of ``batch_size`` drawn without replacement each epoch (the remainder of
   ``M / batch_size`` is dropped), optional ``l2 * sum ||theta||^2`` on every parameter. The epoch's
@@ -34,7 +34,7 @@ Protocol:
 
 Per evaluated epoch (every ``eval_every`` epochs and the last) the history holds the mean training
 mini-batch loss of the epoch, the test loss over all sites of the held-out sequences, and the
-reconstruction error / Pearson r of the attention map against ``J`` (``reconstruction``).
+reconstruction error / Pearson r of the attention map against ``J`` (``metrics.reconstruction``).
 """
 
 from __future__ import annotations
@@ -55,6 +55,12 @@ from jax.flatten_util import ravel_pytree
 
 from workflow_lib.config import schema_defaults
 from workflow_lib.mlm.lbfgs import minimize
+from workflow_lib.mlm.metrics import (  # also importable from here
+    CONVERGENCE,
+    convergence,
+    reconstruction,
+    sq_norm,
+)
 from workflow_lib.mlm.models import (
     ArchSpec,
     Params,
@@ -74,11 +80,6 @@ log = logging.getLogger("workflow_lib.mlm")
 
 TRAIN_DEFAULTS = schema_defaults("training")
 HISTORY_KEYS = ("train_loss", "test_loss", "test_loss_heldout", "recon_error", "pearson_r")
-CONVERGENCE = (
-    "relative improvement of the epoch-mean training loss between the last two windows of "
-    "convergence_window x epochs epochs, (mean(previous) - mean(last)) / mean(last), below "
-    "convergence_tol"
-)
 POLISH_CONVERGENCE = (
     "largest absolute gradient entry of the training objective (all sites of all training "
     "sequences, l2 included) below polish_grad_tol after the L-BFGS polish"
@@ -125,25 +126,6 @@ class TrainResult:
     restarts: dict[str, np.ndarray]
 
 
-def reconstruction(att: Array, J: Array, gauge: bool = False) -> tuple[Array, Array, Array]:
-    """Compare an attention map with ``J`` on off-diagonal entries (spec §3.3).
-
-    Returns ``(error, r, c)``: ``c = <att, J> / <att, att>``, ``error = ||J - c att||^2 / ||J||^2``
-    and the Pearson correlation ``r``. ``att, J: (L, L)``. With ``gauge`` the map's sign is a
-    gauge freedom (factored attention: ``(A, V) -> (-A, -V)`` is the same model), so ``r`` is that
-    of the fitted map ``c att``: ``sign(c) r``.
-    """
-    L = J.shape[0]
-    mask = 1.0 - jnp.eye(L, dtype=att.dtype)
-    a, j = att * mask, J.astype(att.dtype) * mask
-    c = jnp.sum(a * j) / jnp.sum(a * a)
-    error = jnp.sum(jnp.square(j - c * a)) / jnp.sum(j * j)
-    n = L * (L - 1)
-    da, dj = (a - jnp.sum(a) / n) * mask, (j - jnp.sum(j) / n) * mask
-    r = jnp.sum(da * dj) / jnp.sqrt(jnp.sum(da * da) * jnp.sum(dj * dj))
-    return error, jnp.sign(c) * r if gauge else r, c
-
-
 def mlm_loss(spec: ArchSpec, params: Params, seqs: Array, sites: Array | None) -> Array:
     """Mini-batch MLM loss: all sites (factored family, ``sites=None``) or the masked site
     ``sites: (B,)`` of each sequence (transformers)."""
@@ -188,11 +170,6 @@ def epoch_batches(spec: ArchSpec, plan: Plan, key: Array, n: int) -> tuple[Array
     return idx, jax.random.randint(k_sites, idx.shape, 0, spec.L) if transformer else None
 
 
-def sq_norm(params: Params) -> Array:
-    """Sum of squares of every parameter."""
-    return sum(jnp.sum(jnp.square(x)) for x in jax.tree_util.tree_leaves(params))
-
-
 def _evaluate(spec: ArchSpec, params: Params, seqs: Array, heldout: Array, J: Array):
     """Test metrics (``HISTORY_KEYS[1:]``) and the attention map ``(L, L)`` of one model.
 
@@ -210,21 +187,6 @@ def _evaluate(spec: ArchSpec, params: Params, seqs: Array, heldout: Array, J: Ar
         "pearson_r": r,
     }
     return metrics, att
-
-
-def convergence(train_loss: np.ndarray, window: float, tol: float) -> dict[str, float | bool]:
-    """The stated convergence criterion (``CONVERGENCE``) on the per-epoch training loss
-    ``train_loss: (epochs,)``: ``w = max(1, round(window * epochs))`` epochs per window;
-    ``rel_improvement = (mean(loss[-2w:-w]) - mean(loss[-w:])) / mean(loss[-w:])``, converged
-    when below ``tol`` (never with fewer than two epochs, or a non-finite loss)."""
-    n = len(train_loss)
-    w = max(1, round(window * n))
-    if n < 2 * w:
-        return {"converged": False, "rel_improvement": float("nan"), "convergence_epochs": w}
-    last, previous = np.mean(train_loss[-w:]), np.mean(train_loss[-2 * w : -w])
-    rel = float((previous - last) / last)
-    return {"converged": bool(np.isfinite(rel) and rel < tol), "rel_improvement": rel,
-            "convergence_epochs": w}  # fmt: skip
 
 
 _CLOCK = {"epochs": 0, "steps": 0, "epoch": 0, "time": 0.0}  # host-side progress of the run

@@ -1,4 +1,5 @@
-"""Gibbs sampling of the generalised Potts model in JAX (spec §1.3).
+"""Gibbs sampling of the generalised Potts model in JAX (Rende et al. 2024, App. A; design:
+``docs/design/sampler_kernels.md``).
 
 Cyclic single-site sweeps (sites 0..L-1), each site drawn from the exact conditional
 ``P(s_i = a | rest) ∝ exp(beta sum_{j != i} J_ij U[a, s_j])`` (``model.local_fields``) by an

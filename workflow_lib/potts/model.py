@@ -1,4 +1,4 @@
-"""Generalised Potts model (spec §1).
+"""Generalised Potts model (Rende et al. 2024; conditional: their eq. 5).
 
 Conventions
 -----------
@@ -30,7 +30,8 @@ def random_couplings(key: Array, L: int, dtype=jnp.float64) -> Array:
 
 def random_colour_couplings(key: Array, C: int, kind: str = "gaussian", dtype=jnp.float64) -> Array:
     """``U: (C, C)`` symmetric. ``kind='gaussian'``: i.i.d. N(0, 1) on and above the diagonal
-    (spec §1.2, RECONSTRUCTED default); ``kind='identity'``: the standard Potts model."""
+    (the project's default: the paper does not give U's law); ``kind='identity'``: the standard
+    Potts model."""
     if kind == "identity":
         return jnp.eye(C, dtype=dtype)
     if kind != "gaussian":
@@ -62,7 +63,8 @@ def conditional_log_probs(seqs: Array, J: Array, U: Array, beta: float | Array) 
 
 def optimal_loss(seqs: Array, J: Array, U: Array, beta: float | Array) -> Array:
     """Bayes-optimal MLM cross-entropy in nats: mean over sequences and sites of
-    ``-log P_true(s_i | s_{\\i})`` (spec §1.4). ``seqs: (M, L)``; returns a scalar."""
+    ``-log P_true(s_i | s_{\\i})`` (Rende et al. 2024, Fig. 2a, dashed line). ``seqs: (M, L)``;
+    returns a scalar."""
     logp = conditional_log_probs(seqs, J, U, beta)
     return -jnp.mean(jnp.take_along_axis(logp, seqs[..., None], axis=-1))
 

@@ -1,5 +1,5 @@
 """Data sets from the generalised Potts model: sampling protocols, beta tuning, verification and
-the diagnostics of a data set (spec §1.2-1.4).
+the diagnostics of a data set (Rende et al. 2024, App. A; design: ``docs/design/beta_tuning.md``).
 
 Beta tuning works on the statistic of the production protocol itself: pilot runs use the
 production burn-in and spacing (``sampling.burn_in``, ``sampling.sweeps_between``) and only save
@@ -35,6 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from workflow_lib.potts import diagnostics, gibbs, model, tempering
+from workflow_lib.sequences import in_training_set, n_distinct
 
 log = logging.getLogger("workflow_lib.sampling")
 
@@ -280,10 +281,8 @@ class Dataset:
 
 def overlap(train: np.ndarray, test: np.ndarray) -> tuple[int, int, np.ndarray]:
     """``(distinct training sequences, distinct test sequences, test_in_train: (n_test,) bool)``
-    for ``train: (n, L)``, ``test: (m, L)``."""
-    seen = {row.tobytes() for row in np.ascontiguousarray(train)}
-    rows = [row.tobytes() for row in np.ascontiguousarray(test)]
-    return len(seen), len(set(rows)), np.array([r in seen for r in rows], dtype=bool)
+    for ``train: (n, L)``, ``test: (m, L)`` (``workflow_lib.sequences``)."""
+    return n_distinct(train), n_distinct(test), in_training_set(train, test)
 
 
 def draw_datasets(

@@ -1,5 +1,5 @@
 """The Fig. 3 left curves: the replica theory over a grid of (λ, α) and the simulations at the
-same λ with the theory at each simulated size (spec §6).
+same λ with the theory at each simulated size (Rende et al. 2024, Fig. 3 left).
 
 α is M/L (the paper's axis); the theory is evaluated at n/p = M/(L-1).
 """

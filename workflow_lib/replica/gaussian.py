@@ -1,4 +1,4 @@
-"""Gaussian model of §6.1: s ~ N(0, Σ), Σ = (ΔI − J)⁻¹, with one masked site.
+"""Gaussian model of Rende et al. 2024 (App. B): s ~ N(0, Σ), Σ = (ΔI − J)⁻¹, with one masked site.
 
 Conventions: L sites, masked site i, features x = s_{\\i} ∈ R^p with p = L − 1, label y = s_i.
 Conditioning on x gives the teacher and the intrinsic label noise

@@ -1,10 +1,11 @@
-"""Replica theory of ridge regression on the Gaussian task (spec §6.3–6.4).
+"""Replica theory of ridge regression on the Gaussian task (Rende et al. 2024, eqs. 7-8, App. B).
 
 Conventions:
 - α = n/p, samples per feature of the proportional limit (p = L − 1). The paper's α is M/L; for
   a sharp finite-size comparison with a simulation on M samples, evaluate the theory at M/p.
-- λ in θ-scaling (§6.2): A-space ridge penalty λp, Â = (XᵀX + λpI)⁻¹Xᵀy. λ = 0 means the
-  Moore–Penrose (minimum-norm) limit λ → 0⁺, finite for every α ≠ 1.
+- λ in θ-scaling (prediction θ·x/√p, penalty (λ/2)‖θ‖²): A-space ridge penalty λp,
+  Â = (XᵀX + λpI)⁻¹Xᵀy. λ = 0 means the Moore–Penrose (minimum-norm) limit λ → 0⁺, finite for
+  every α ≠ 1.
 - ε_g = E(y − Â·x)² = σ² + ρ − 2m + q, with no factor ½; m = w*ᵀΩÂ, q = ÂᵀΩÂ.
 - Spectral data of the actual instance: Ω = Σ_k ω_k u_k u_kᵀ, t_k = (u_k·w*)² (the teacher is
   correlated with Ω through J, so it is not isotropic).
@@ -51,7 +52,8 @@ def _check_args(alpha: float, lam: float) -> None:
 def _saddle_map(
     state: np.ndarray, task: GaussianTask, alpha: float, lam: float, offset: float
 ) -> np.ndarray:
-    """One sweep (V, m, q) → (V, m, q) of the §6.4 equations, with 1 + V written offset + V."""
+    """One sweep (V, m, q) → (V, m, q) of the saddle-point equations, with 1 + V written
+    offset + V."""
     V, m, q = state
     omega, t = task.spectrum
     v_hat = m_hat = alpha / (offset + V)
@@ -75,7 +77,7 @@ def solve_saddle_point(
     tol: float = 1e-12,
     max_iter: int = 200_000,
 ) -> SaddlePoint:
-    """Solve the §6.4 saddle point by damped fixed-point iteration from V = 1, m = q = 0.
+    """Solve the saddle point by damped fixed-point iteration from V = 1, m = q = 0.
 
     Each sweep sets (V, m, q) ← damping·old + (1 − damping)·new. Stops when every component of
     the undamped update changes by ≤ tol relative; raises RuntimeError if that does not happen

@@ -1,6 +1,7 @@
-"""Ridge / minimum-norm simulations of the masked-site regression (spec §6.2, §6.6).
+"""Ridge / minimum-norm simulations of the masked-site regression (Rende et al. 2024, eq. 6,
+Fig. 3 left).
 
-λ uses the θ-scaling of §6.2: Â = (XᵀX + λpI)⁻¹Xᵀy, and λ = 0 is the Moore–Penrose solution
+λ uses the θ-scaling (``saddle``): Â = (XᵀX + λpI)⁻¹Xᵀy, and λ = 0 is the Moore–Penrose solution
 Â = X⁺y. The test error is exact, ε = E(y − Â·x)² = σ² + (Â − w*)ᵀΩ(Â − w*) (no factor ½).
 """
 

@@ -1,4 +1,4 @@
-"""Stages of the attention-paths study (spec ``attention_paths.md``): path-attended inputs of the
+"""Stages of the attention-paths study (Tiberi et al. 2024): path-attended inputs of the
 hidden-Markov-chain task, the order parameter U(N) with the GP lines and posterior samples (its
 tables and figures: ``stages.paths_figures``). The science is in ``workflow_lib.attention``."""
 

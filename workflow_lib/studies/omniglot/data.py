@@ -1,4 +1,4 @@
-"""One-shot image classification episodes from Omniglot (spec ``attention_paths.md`` §4b).
+"""One-shot image classification episodes from Omniglot (Tiberi et al. 2024, Fig. 3).
 
 Images: the PNG drawings of the archives shipped in ``data/omniglot`` (105x105, black strokes on
 white), resized to ``size x size`` (bilinear), normalised by the Omniglot mean/std, the grey

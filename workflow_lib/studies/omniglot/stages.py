@@ -1,4 +1,4 @@
-"""Stages of the one-shot Omniglot study (spec ``attention_paths.md`` §4b, the paper's Fig. 3),
+"""Stages of the one-shot Omniglot study (Tiberi et al. 2024, Fig. 3),
 each read, call, write: images and episodes (``paths.omniglot``), gradient descent
 (``paths.omniglot_train``), path-attended inputs and the theory grid (``paths.omniglot_theory``),
 posterior samples (``paths.sampling``), pruning (``paths.heads``); tables and figures:

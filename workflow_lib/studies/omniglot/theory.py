@@ -1,4 +1,4 @@
-"""The theory on the one-shot task's frozen heads (spec ``attention_paths.md`` §4b): the
+"""The theory on the one-shot task's frozen heads (Tiberi et al. 2024, Fig. 3): the
 path-attended inputs of episodes, the finite-width theory over a grid of widths N and
 temperatures T with T chosen per N on validation episodes, and the GP limit chosen the same way.
 """

@@ -35,7 +35,9 @@ PLATEAU_LOSS = 0.95  # a final block's training loss below this has left the pla
 
 
 class Recipe(NamedTuple):
-    """The training settings (config ``omniglot.training``)."""
+    """The training settings (config ``omniglot.training``). The defaults of the optional fields
+    are the paper's recipe (PyTorch initialisation, no identical queries, constant rate), not the
+    config's: ``from_config`` fills them from the config."""
 
     steps: int
     batch: int

@@ -1,8 +1,8 @@
 """The figures of the Potts paper, one function per panel; each returns a matplotlib Figure.
 
 Losses are cross-entropies in nats (Fig. 2, Fig. 3 right) or mean squared errors (Fig. 3 left).
-Attention maps are shown after the best scalar fit to J (spec §3.3) with a diverging colour map
-centred at zero.
+Attention maps are shown after the best scalar fit to J (``mlm.metrics.reconstruction``) with a
+diverging colour map centred at zero.
 """
 
 from __future__ import annotations

@@ -42,7 +42,7 @@ def replica_theory(job: Job) -> None:
         p, seeds={"seed": p["seed"]},
         attrs={"L": task.L, "delta": rep["delta"], "sigma2": task.sigma2, "rho": task.rho,
                "Sigma_ii": task.sigma2 + task.rho, "max_relative_gap": gap,
-               "lambda_convention": "A-space ridge lambda*p (theta-scaling, spec 6.2)",
+               "lambda_convention": "A-space ridge lambda*p (theta-scaling)",
                "alpha_convention": "alpha = M/L; theory evaluated at M/(L-1)"},
     )
 

@@ -14,6 +14,7 @@ import pandas as pd
 from workflow_lib.artefacts import (
     MLM_TRAIN,
     PLM_FIT,
+    POTTS_SAMPLES,
     REPLICA_SIMULATIONS,
     REPLICA_THEORY,
     SAMPLE_COMPLEXITY,
@@ -131,11 +132,16 @@ def sample_complexity_table(paths: Iterable[str]) -> pd.DataFrame:
     """One row per realisation x M: realisation, M, alpha = M/L, test_loss, test_loss_heldout
     (test sequences absent from the first M training sequences), train_loss, pearson_r,
     converged (L-BFGS gradient criterion), optimal_loss, test_overlap (of the full training
-    set)."""
+    set), train_accuracy (fraction of the training (sequence, site) pairs the fit predicts),
+    separable (train_accuracy == 1), near_duplicates (two of the first M training sequences one
+    spin apart), first_near_duplicate (the smallest such M, NaN if none), penalty and l2_effective
+    (``sample_complexity.penalty``; artefacts written before these were recorded: NaN, and
+    penalty mean)."""
     frames = []
     for path in paths:
         art = read_artefact(path, SAMPLE_COMPLEXITY,
                             required=("M", "test_loss", "test_loss_heldout", "converged"))
+        missing = np.full(len(art["M"]), np.nan)
         frames.append(pd.DataFrame({
             "realisation": _realisation(art.attrs), "M": art["M"],
             "alpha": art["M"] / float(art.attrs["L"]), "test_loss": art["test_loss"],
@@ -143,8 +149,50 @@ def sample_complexity_table(paths: Iterable[str]) -> pd.DataFrame:
             "pearson_r": art["pearson_r"], "converged": art["converged"].astype(bool),
             "optimal_loss": float(art.attrs["optimal_loss"]),
             "test_overlap": float(art.attrs["test_overlap"]),
+            **{k: art.data.get(k, missing) for k in ("train_accuracy", "separable",
+                                                     "near_duplicates", "l2_effective")},
+            "first_near_duplicate": float(art.attrs.get("first_near_duplicate", np.nan)),
+            "penalty": str(art.attrs.get("penalty", "mean")),
         }))
     return pd.concat(frames, ignore_index=True)
+
+
+def separability_threshold(curve: pd.DataFrame) -> pd.DataFrame:
+    """Per realisation of the ``sample_complexity`` table, where the fits stop separating the
+    training data: ``threshold_M``, the smallest M of the grid with train_accuracy < 1 (NaN if
+    none), its ``threshold_alpha`` = M/L, ``last_separable_M`` (the grid point before it; the
+    largest M when every fit separates; NaN when the smallest M is already not separable or
+    nothing was measured), ``separable_beyond`` (some larger M separable again: the threshold is
+    then not a clean edge), ``near_duplicate_M`` (the smallest M of the grid whose training
+    sequences hold two one spin apart, which rules out separability; NaN if none) and
+    ``first_near_duplicate`` (that M exactly); and the realisation's own peak, the largest test
+    loss beyond the smallest M: ``peak_M``, ``peak_alpha`` and ``peak_at_threshold`` (peak_M is
+    last_separable_M or threshold_M)."""
+    rows = []
+    for r, g in curve.sort_values("M").groupby("realisation"):
+        M = g["M"].to_numpy()
+        L = float(M[0] / g["alpha"].iloc[0])
+        acc = g["train_accuracy"].to_numpy(float)
+        below = np.flatnonzero(acc < 1)
+        k = below[0] if below.size else None
+        threshold = float(M[k]) if k is not None else np.nan
+        if k is None:  # every fit separates, or nothing measured (older artefacts)
+            last = float(M[-1]) if np.isfinite(acc).all() else np.nan
+        else:
+            last = float(M[k - 1]) if k > 0 else np.nan
+        near = g["near_duplicates"].to_numpy(float) == 1
+        tail = g.iloc[1:] if len(g) > 1 else g
+        peak_M = float(tail["M"].iloc[int(np.argmax(tail["test_loss"].to_numpy()))])
+        rows.append({
+            "realisation": r, "L": L, "last_separable_M": last, "threshold_M": threshold,
+            "threshold_alpha": threshold / L,
+            "separable_beyond": bool(k is not None and (acc[k:] == 1).any()),
+            "near_duplicate_M": float(M[near][0]) if near.any() else np.nan,
+            "first_near_duplicate": float(g["first_near_duplicate"].iloc[0]),
+            "peak_M": peak_M, "peak_alpha": peak_M / L,
+            "peak_at_threshold": bool(peak_M in (last, threshold)),
+        })
+    return pd.DataFrame(rows)
 
 
 def peak(df: pd.DataFrame, x: str, y: str) -> pd.Series:
@@ -219,8 +267,28 @@ def attention_maps(paths: Iterable[str]) -> tuple[np.ndarray, dict[str, np.ndarr
     return J, {a: maps[a] for a in FIG2B if a in maps}
 
 
-def build_tables(train: Iterable[str], plm: Iterable[str], sample_complexity: Iterable[str],
-                 theory: str, simulations: str) -> dict[str, pd.DataFrame]:
+def data_table(paths: Iterable[str]) -> pd.DataFrame:
+    """One row per realisation's data set: beta, mean_hamming (normalised, between the data
+    set's sequences), target_hamming and tolerance (the protocol; NaN for a fixed beta),
+    n_train, distinct_train, distinct_fraction (distinct training sequences / n_train) and
+    test_in_train (fraction of the test sequences that occur in the training set)."""
+    rows = []
+    for path in paths:
+        art = read_artefact(path, POTTS_SAMPLES, required=("train",))
+        n = int(art["train"].shape[0])
+        rows.append({"realisation": _realisation(art.attrs), "beta": float(art.attrs["beta"]),
+                     "mean_hamming": float(art.attrs["mean_hamming"]),
+                     "target_hamming": float(art.attrs.get("target_hamming", np.nan)),
+                     "tolerance": float(art.attrs.get("tolerance", np.nan)), "n_train": n,
+                     "distinct_train": int(art.attrs["n_distinct_train"]),
+                     "distinct_fraction": int(art.attrs["n_distinct_train"]) / n,
+                     "test_in_train": float(art.attrs["test_in_train_fraction"])})
+    return pd.DataFrame(rows)
+
+
+def build_tables(samples: Iterable[str], train: Iterable[str], plm: Iterable[str],
+                 sample_complexity: Iterable[str], theory: str,
+                 simulations: str) -> dict[str, pd.DataFrame]:
     """Every table of the Potts paper, by name, from the artefact paths of each stage."""
     history, final, restarts = training_tables(train)
     plm_fits = plm_table(plm)
@@ -232,6 +300,7 @@ def build_tables(train: Iterable[str], plm: Iterable[str], sample_complexity: It
     sc_peak = peak(sc, "M", "test_loss").to_frame().T
     sc_peak["alpha"] = sc_peak["M"] / sc["M"].iloc[0] * sc["alpha"].iloc[0]
     return {
+        "data": data_table(samples),
         "training_history": history,
         "training_final": final,
         "training_restarts": restarts,
@@ -243,6 +312,8 @@ def build_tables(train: Iterable[str], plm: Iterable[str], sample_complexity: It
         "replica": replica_table(theory, simulations),
         "sample_complexity": sc,
         "sample_complexity_summary": summarise(
-            sc, ["M", "alpha"], ["test_loss", "test_loss_heldout", "train_loss", "converged"]),
+            sc, ["M", "alpha"], ["test_loss", "test_loss_heldout", "train_loss", "converged",
+                                 "train_accuracy", "separable", "near_duplicates"]),
         "sample_complexity_peak": sc_peak,
+        "sample_complexity_threshold": separability_threshold(sc),
     }

@@ -1,0 +1,62 @@
+"""Results pages and the report's front page: written from the run's claims tables, reproducible
+from the committed snapshot, every claim on them."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from tests.conftest import ROOT
+from tests.workflow_runs import clone, snakemake_in
+from workflow_lib.pages import CLAIMS, results_page, write_docs
+from workflow_lib.registry import studies
+
+SNAPSHOTS = sorted(p for p in (ROOT / "docs" / "results").glob("*") if p.is_dir())
+
+
+@pytest.mark.parametrize("snap", SNAPSHOTS, ids=[p.name for p in SNAPSHOTS])
+def test_committed_pages_are_what_the_command_writes_from_the_snapshot(snap):
+    for study in studies():
+        page = ROOT / "docs" / "results" / f"{study.name}-{snap.name}.md"
+        if (snap / f"{study.name}-claims.csv").exists():
+            assert page.read_text() == results_page(snap, study, snap.name), (
+                f"{page.name} is stale: python -m workflow_lib docs --preset {snap.name}")
+
+
+def test_index_and_configuration_are_regenerated_unchanged(tmp_path):
+    docs = tmp_path / "docs"
+    shutil.copytree(ROOT / "docs", docs)
+    for snap in SNAPSHOTS:
+        write_docs(docs, snap.name)
+    for name in ("results/README.md", "configuration.md"):
+        assert (docs / name).read_text() == (ROOT / "docs" / name).read_text(), name
+
+
+def test_docs_command_writes_a_page_per_study_with_every_claim(tiny_run, tmp_path):
+    docs = tmp_path / "docs"
+    run = subprocess.run([sys.executable, "-m", "workflow_lib", "docs", "--preset", "tiny",
+                          "--results", str(tiny_run / "results"), "--configfile", "tiny.yaml",
+                          "--docs", str(docs)], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    for study in studies():
+        claims = pd.read_csv(tiny_run / "results" / CLAIMS[study.name])
+        page = (docs / "results" / f"{study.name}-tiny.md").read_text()
+        assert all(f"| {claim} |" in page for claim in claims["id"]), study.name
+        for panel in study.panels:
+            if (tiny_run / "results" / "figures" / f"{panel.name}.png").exists():
+                assert (docs / "results" / "tiny" / "figures" / f"{panel.name}.png").exists()
+    assert "tiny" in (docs / "results" / "README.md").read_text()
+
+
+def test_report_front_page_holds_every_claim(tiny_run, tmp_path):
+    wd = clone(tiny_run, tmp_path / "wf")
+    run = snakemake_in(wd, "--report", "report.html")
+    assert run.returncode == 0, (run.stdout + run.stderr)[-3000:]
+    html = (wd / "report.html").read_text()
+    for study, path in CLAIMS.items():
+        for claim in pd.read_csv(wd / "results" / path)["id"]:
+            assert claim in html, (study, claim)

@@ -1,0 +1,218 @@
+"""Fig. 3 right: the penalty's form, the training accuracy, near-duplicate sequences and the
+separability threshold of the sample-complexity sweep, and the identity-reading presets."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+import workflow_lib  # noqa: F401  (enables float64)
+from tests.conftest import ROOT
+from workflow_lib.artefacts import POTTS_SAMPLES, SAMPLE_COMPLEXITY, read_artefact, write_artefact
+from workflow_lib.config import read_config_files, schema_defaults
+from workflow_lib.mlm import models, plm
+from workflow_lib.potts.model import random_colour_couplings, random_couplings
+from workflow_lib.registry import Job
+from workflow_lib.sequences import first_near_duplicate, near_duplicates
+from workflow_lib.studies.potts_paper import stages_fits, tables
+
+jax.config.update("jax_enable_x64", True)
+
+L, C, BETA = 5, 3, 1.0
+
+
+def _couplings():
+    return (np.asarray(random_couplings(jax.random.key(1), L)),
+            np.asarray(random_colour_couplings(jax.random.key(2), C)))  # fmt: skip
+
+
+def _eq6_objective(params, seqs, lam):
+    """Eq. (6)'s form, written out: -log P(s_i | rest) summed over sequences and sites, with
+    J_ij(a, b) = A_ij V_ab (j != i), plus lam (||A||^2 + ||V||^2)."""
+    A = params["A"] * (1.0 - jnp.eye(L))
+    onehot = jax.nn.one_hot(seqs, C)
+    logits = jnp.einsum("ij,ab,mjb->mia", A, params["V"], onehot)
+    logp = jnp.sum(jax.nn.log_softmax(logits, axis=-1) * onehot, axis=-1)
+    return -jnp.sum(logp) + lam * (jnp.sum(params["A"] ** 2) + jnp.sum(params["V"] ** 2))
+
+
+def test_effective_l2():
+    assert plm.effective_l2(1e-4, "mean", 40, 20) == 1e-4  # today's objective, unchanged
+    assert plm.effective_l2(1e-3, "sum", 40, 20) == pytest.approx(1e-3 / 800)
+    with pytest.raises(ValueError, match="penalty"):
+        plm.effective_l2(1e-3, "total", 40, 20)
+
+
+@pytest.mark.slow
+def test_sum_penalty_fit_is_stationary_for_eq6():
+    """A fit with the sum form's l2 is a stationary point of eq. (6)'s objective (loss summed
+    over all M sequences, duplicates included, and sites, plus lam ||theta||^2); the mean form's
+    fit with the same lam is not."""
+    J, U = _couplings()
+    rng = np.random.default_rng(3)
+    distinct = rng.integers(0, C, (8, L))
+    seqs = np.concatenate([distinct, distinct[:4]])  # repeats: M counts them, not the distinct
+    M, lam, tol = len(seqs), 0.05, 1e-8
+    cfg = {"start": "random", "restarts": 1, "grad_tol": tol, "max_iter": 5000}
+    grad = jax.grad(_eq6_objective)
+    norms = {}
+    for form in ("sum", "mean"):
+        fit = plm.fit_plm("factored", {**cfg, "l2": plm.effective_l2(lam, form, M, L)}, seqs,
+                          seqs, J, U, BETA, jax.random.key(4))  # fmt: skip
+        assert fit.metrics["converged"]
+        g = grad({k: jnp.asarray(fit.params[k]) for k in ("A", "V")}, jnp.asarray(seqs), lam)
+        norms[form] = max(float(jnp.max(jnp.abs(v))) for v in g.values())
+    assert norms["sum"] <= 2 * M * L * tol  # the averaged objective's tolerance, times M L
+    assert norms["mean"] > 1e-2
+
+
+def test_near_duplicates_by_hand():
+    seqs = np.array([[0, 1, 2, 0],
+                     [1, 1, 2, 1],    # two spins from row 0
+                     [0, 1, 2, 0],    # a copy of row 0: distance 0, not a near duplicate
+                     [0, 2, 2, 0]])   # one spin from rows 0 and 2
+    for chunk in (1, 2, 3, 256):
+        assert first_near_duplicate(seqs, chunk=chunk) == 4
+    assert first_near_duplicate(seqs[:3]) is None and not near_duplicates(seqs[:3])
+    assert near_duplicates(seqs)
+    assert first_near_duplicate(seqs[[3, 1, 0]]) == 3
+    assert first_near_duplicate(np.zeros((0, 4), int)) is None
+
+
+def test_near_duplicates_match_all_pairs():
+    seqs = np.random.default_rng(0).integers(0, 2, (60, 5))
+    first = next(j + 1 for j in range(60) for i in range(j)
+                 if np.sum(seqs[i] != seqs[j]) == 1)  # fmt: skip
+    assert first_near_duplicate(seqs, chunk=7) == first
+
+
+def test_accuracy_by_hand_and_ties_count_as_wrong():
+    spec = models.ArchSpec("factored", L, C)
+    rng = np.random.default_rng(5)
+    params = {"A": jnp.asarray(rng.normal(size=(L, L))), "V": jnp.asarray(rng.normal(size=(C, C)))}
+    seqs = rng.integers(0, C, (30, L))
+    A = np.asarray(params["A"]) * (1 - np.eye(L))
+    logits = np.einsum("ij,ab,mjb->mia", A, np.asarray(params["V"]), np.eye(C)[seqs])
+    expected = np.mean(np.argmax(logits, axis=-1) == seqs)
+    assert float(plm.accuracy("factored", spec, params, jnp.asarray(seqs))) == expected
+    zero = {k: jnp.zeros_like(v) for k, v in params.items()}  # every colour ties: none correct
+    assert float(plm.accuracy("factored", spec, zero, jnp.asarray(seqs))) == 0.0
+
+
+@pytest.mark.slow
+def test_train_accuracy_separable_and_not():
+    """Two sequences that differ at every site are separated at small l2; two one spin apart
+    cannot be (same rest, different tokens at that site)."""
+    J, U = _couplings()
+    cfg = {"start": "random", "restarts": 2, "l2": 1e-6, "max_iter": 3000}
+    apart = np.array([[0, 1, 2, 0, 1], [2, 0, 1, 1, 0]])
+    close = np.array([[0, 1, 2, 0, 1], [1, 1, 2, 0, 1]])
+    fits = {name: plm.fit_plm("factored", cfg, seqs, seqs, J, U, BETA, jax.random.key(6))
+            for name, seqs in (("apart", apart), ("close", close))}  # fmt: skip
+    assert fits["apart"].metrics["train_accuracy"] == 1.0
+    assert fits["close"].metrics["train_accuracy"] <= 1 - 1 / (2 * L)
+    assert not near_duplicates(apart) and near_duplicates(close)
+
+
+def _samples(path, train_seqs, test_seqs, J, U):
+    write_artefact(path, POTTS_SAMPLES, {"train": train_seqs, "test": test_seqs, "J": J, "U": U},
+                   {}, seeds={"seed": 0, "realisation": 0}, attrs={"beta": BETA})  # fmt: skip
+
+
+@pytest.mark.slow
+def test_stage_records_penalty_accuracy_and_near_duplicates(tmp_path):
+    """The stage with penalty sum fits each M as the mean form with l2 / (M L), bit for bit; it
+    records train_accuracy, separable and near_duplicates, which reach the tables."""
+    J, U = _couplings()
+    rng = np.random.default_rng(7)
+    train_seqs = rng.integers(0, C, (40, L))
+    train_seqs[25] = train_seqs[3]
+    train_seqs[25, 2] = (train_seqs[3, 2] + 1) % C  # rows 3 and 25 one spin apart
+    test_seqs = rng.integers(0, C, (20, L))
+    first = first_near_duplicate(train_seqs)
+    assert first is not None and first <= 26
+    _samples(tmp_path / "samples.h5", train_seqs, test_seqs, J, U)
+    sc = schema_defaults("sample_complexity") | {
+        "M": [2, 10, 40], "l2": 0.01, "start": "random", "restarts": 1, "max_iter": 500}
+    paths = {}
+    for form in ("sum", "mean"):
+        paths[form] = str(tmp_path / f"{form}.h5")
+        job = Job(input={"samples": str(tmp_path / "samples.h5")}, output={"curve": paths[form]},
+                  params={"seed": 0, "realisation": 0, "l2_full": 1e-3,
+                          "sample_complexity": {**sc, "penalty": form}})
+        stages_fits.sample_complexity(job)
+    art = read_artefact(paths["sum"], SAMPLE_COMPLEXITY)
+    assert art.attrs["penalty"] == "sum" and art.attrs["first_near_duplicate"] == first
+    np.testing.assert_array_equal(art["near_duplicates"], [False, False, True])
+    np.testing.assert_array_equal(art["separable"], art["train_accuracy"] == 1)
+    assert art["train_accuracy"][-1] < 1  # a near-duplicate pair rules out separability
+    key = stages_fits.stage_key(0, "sample_complexity", 0)
+    for k, M in enumerate(sc["M"]):
+        l2 = sc["l2"] / (M * L)
+        assert art["l2_effective"][k] == pytest.approx(l2, rel=1e-15)
+        fit = plm.fit_plm("factored", {**sc, "l2": art["l2_effective"][k], "l2_full": 1e-3},
+                          train_seqs[:M], test_seqs, J, U, BETA, key)  # fmt: skip
+        assert fit.metrics["test_loss"] == art["test_loss"][k]
+        assert fit.metrics["train_accuracy"] == art["train_accuracy"][k]
+    mean = read_artefact(paths["mean"], SAMPLE_COMPLEXITY)
+    np.testing.assert_array_equal(mean["l2_effective"], sc["l2"])  # the default: unchanged
+    curve = tables.sample_complexity_table([paths["sum"]])
+    for column in ("train_accuracy", "separable", "near_duplicates", "test_loss_heldout",
+                   "l2_effective", "first_near_duplicate"):
+        assert curve[column].notna().all(), column
+    threshold = tables.separability_threshold(curve)
+    assert len(threshold) == 1 and threshold["near_duplicate_M"].iloc[0] == 40
+
+
+def test_threshold_from_a_hand_made_table():
+    M = [2, 5, 10, 20, 40]
+    rows = {  # realisation: train accuracy, test loss, near duplicates
+        0: ([1, 1, 1, 0.98, 0.95], [3.0, 2.5, 2.8, 2.9, 1.0], [0, 0, 0, 0, 1]),
+        1: ([1, 0.9, 1, 0.9, 0.8], [3.0, 2.0, 1.5, 1.2, 1.0], [0, 1, 1, 1, 1]),
+        2: ([1, 1, 1, 1, 1], [3.0, 2.0, 2.5, 1.2, 1.0], [0, 0, 0, 0, 0]),
+        3: ([0.99, 0.9, 0.9, 0.9, 0.9], [3.0, 2.0, 1.5, 1.2, 1.0], [1, 1, 1, 1, 1]),
+    }
+    curve = pd.concat([pd.DataFrame({
+        "realisation": r, "M": M, "alpha": np.array(M) / 10, "train_accuracy": acc,
+        "separable": np.array(acc) == 1, "test_loss": loss,
+        "near_duplicates": np.array(near, bool), "first_near_duplicate": 7.0})
+        for r, (acc, loss, near) in rows.items()], ignore_index=True)  # fmt: skip
+    t = tables.separability_threshold(curve).set_index("realisation")
+    expected = pd.DataFrame({
+        "threshold_M": [20, 5, np.nan, 2], "threshold_alpha": [2.0, 0.5, np.nan, 0.2],
+        "last_separable_M": [10, 2, 40, np.nan], "separable_beyond": [False, True, False, False],
+        "near_duplicate_M": [40, 5, np.nan, 2], "peak_M": [20, 5, 10, 5],
+        "peak_alpha": [2.0, 0.5, 1.0, 0.5], "peak_at_threshold": [True, True, False, False],
+        "L": 10.0}, index=pd.Index([0, 1, 2, 3], name="realisation"))
+    pd.testing.assert_frame_equal(t[expected.columns], expected, check_dtype=False)
+
+
+def test_identity_presets():
+    """Both presets of the identity reading validate merged over config.yaml (as Snakemake
+    merges --configfile), and the paper one differs from config/paper.yaml only where it says."""
+    base = ROOT / "config.yaml"
+    quick = read_config_files([base, ROOT / "config/quick_identity.yaml"])
+    paper = read_config_files([base, ROOT / "config/paper_identity.yaml"])
+    literal = read_config_files([base, ROOT / "config/paper.yaml"])
+    for cfg in (quick, paper):
+        assert cfg["beta_tuning"]["target_hamming"] == 0.7
+        assert cfg["sample_complexity"]["penalty"] == "sum"
+        assert max(cfg["sample_complexity"]["M"]) <= cfg["sampling"]["n_train"]
+    assert quick["results"] == "results/quick_identity" and not quick["omniglot"]["enabled"]
+    assert quick["potts"] == read_config_files([base])["potts"]
+
+    def leaves(d, prefix=""):
+        for k, v in d.items():
+            yield from (leaves(v, f"{prefix}{k}.") if isinstance(v, dict)
+                        else [(f"{prefix}{k}", v)])  # fmt: skip
+
+    a, b = dict(leaves(literal)), dict(leaves(paper))
+    assert {k for k in a.keys() | b.keys() if a.get(k) != b.get(k)} == {
+        "results", "beta_tuning.target_hamming", "beta_tuning.candidates", "sample_complexity.M",
+        "sample_complexity.penalty", "sample_complexity.l2", "sample_complexity.max_iter"}
+    assert yaml.safe_load((ROOT / "config/paper_identity.yaml").read_text())["results"] == (
+        "results/paper_identity")
