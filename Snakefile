@@ -23,8 +23,6 @@ for _study in STUDY_NAMES:
     include: study_rules(_study)
 
 
-from workflow_lib.pages import CLAIMS
-
 REPORT_PAGE = f"{RESULTS}/report.rst"
 
 
@@ -34,7 +32,7 @@ report: os.path.abspath(REPORT_PAGE)
 rule report_page:
     """The report's front page: every study's claims table."""
     input:
-        **{s: f"{RESULTS}/{CLAIMS[s]}" for s in CLAIMS if s != "omniglot" or OMNI["enabled"]},
+        **{name: f"{RESULTS}/{STUDY[name].claims}" for name, targets in TARGETS.items() if targets},
     output:
         page=REPORT_PAGE,
     params:
@@ -49,9 +47,7 @@ rule report_page:
 rule all:
     default_target: True
     input:
-        POTTS_TARGETS,
-        HMM_TARGETS,
-        OMNIGLOT_FIGURES,
+        TARGETS.values(),
         REPORT_PAGE,
 
 

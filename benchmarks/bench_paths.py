@@ -1,4 +1,4 @@
-"""Time the attention-paths pipeline on the paper's hidden-Markov-chain task (spec §5 table):
+"""Time the attention-paths pipeline on the paper's hidden-Markov-chain task (its Fig. 2 sizes):
 attention + path features for 1 100 sequences, the kernel through Φ vs the materialised path-path
 kernels, one S + gradient, the theory solve per width, and (``--nuts``) NUTS draws per second at
 N = 10.

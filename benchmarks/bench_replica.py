@@ -1,4 +1,4 @@
-"""Time the replica theory curve and the ridge simulation grid of Fig. 3 left (spec §6).
+"""Time the replica theory curve and the ridge simulation grid of Fig. 3 left (Rende et al. 2024).
 
 Run as ``python benchmarks/bench_replica.py [--csv PATH]``; each timing is also appended to
 ``--csv`` (default ``benchmarks/results/bench_replica.csv``) with the command and the host

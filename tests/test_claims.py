@@ -68,11 +68,13 @@ def _potts_tables(excess: list[float], n_real: int = 3) -> dict[str, pd.DataFram
         pd.DataFrame({"lambda": 1e-4, "alpha": alphas, "source": "theory",
                       "eps": 1 / (1 + (alphas - 1) ** 2)}),
         pd.DataFrame({"lambda": 1e-4, "alpha": alphas, "source": "simulation",
-                      "eps": 1 / (1 + (alphas - 1) ** 2), "z": np.tile([0.5, -0.5, 1.0], 5)}),
+                      "eps": 1 / (1 + (alphas - 1) ** 2), "z": np.tile([0.5, -0.5, 1.0], 5),
+                      "n": 30}),
     ])
     M = [2, 10, 20, 40, 80]
     curve = pd.DataFrame([{"realisation": k, "M": m, "alpha": m / 10,
-                           "test_loss": {2: 2.0, 10: 1.0, 20: 1.6, 40: 1.2, 80: 0.5}[m] + 0.01 * k}
+                           "test_loss": {2: 2.0, 10: 1.0, 20: 1.6, 40: 1.2, 80: 0.5}[m]
+                           + 0.01 * k * (m % 3)}
                           for k in r for m in M])
     return {"data": data, "training_final": pd.DataFrame(final), "plm": plm,
             "replica": replica, "sample_complexity": curve}
@@ -106,9 +108,34 @@ def test_under_powered_run_is_not_resolved():
 def test_rise_is_paired_from_the_lowest_point_before_the_peak():
     curve = _potts_tables([0.001, 0.002, 0.0015])["sample_complexity"]
     m, low, high = rise(curve)
-    assert (low, high) == (10, 20) and m.value == pytest.approx(0.6) and m.n == 3
-    falling = curve.assign(test_loss=2.0 / curve["M"])
+    assert (low, high) == (10, 20) and m.value == pytest.approx(0.61) and m.n == 3
+    assert m.tests == 10  # picked from the 10 pairs of 5 grid points
+    falling = curve.assign(test_loss=2.0 / curve["M"] + 0.01 * curve["realisation"])
     assert c.above(rise(falling)[0], 0.0) == c.FAILS
+
+
+def test_a_curve_that_only_rises_has_no_peak():
+    tables = _potts_tables([0.001, 0.002, 0.0015])
+    curve = tables["sample_complexity"]
+    tables["sample_complexity"] = curve.assign(
+        test_loss=curve["M"] / 10 + 0.01 * curve["realisation"])
+    verdicts = _verdicts(tables)
+    assert verdicts["fig3_right.rise"] == c.HOLDS
+    assert verdicts["fig3_right.location"] == c.NOT_RESOLVED  # no fall after the largest rise
+
+
+def test_threshold_claim_needs_every_realisation_to_cross_it():
+    tables = _potts_tables([0.001, 0.002, 0.0015])
+    tables["sample_complexity_threshold"] = pd.DataFrame({"threshold_M": [20.0, 20.0, 28.0]})
+    assert _verdicts(tables)["fig3_right.threshold"] == c.HOLDS
+    tables["sample_complexity_threshold"] = pd.DataFrame({"threshold_M": [20.0, np.nan, 40.0]})
+    assert _verdicts(tables)["fig3_right.threshold"] == c.NOT_RESOLVED
+
+
+def test_exact_values_keep_their_n_and_a_bonferroni_interval_is_wider():
+    assert c.exact(1.2).n == 1 and c.above(c.exact(1.2), 1.0) == c.HOLDS
+    once, picked = c.Measure(1.0, 0.2, 10), c.Measure(1.0, 0.2, 10, tests=100)
+    assert c.above(once, 0.0) == c.HOLDS and c.above(picked, 0.0) == c.NOT_RESOLVED
 
 
 def test_hmm_claims():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -15,10 +16,18 @@ pytestmark = pytest.mark.slow
 
 
 def test_wheel_installs_without_the_source_tree_and_checks_both_presets(tmp_path):
+    source = tmp_path / "source"  # a copy: the build leaves build/ and egg-info behind
+    for name in ("pyproject.toml", "README.md", "LICENSE", "workflow_lib"):
+        if (ROOT / name).is_dir():
+            shutil.copytree(ROOT / name, source / name,
+                            ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            source.mkdir(exist_ok=True)
+            shutil.copy2(ROOT / name, source / name)
     wheels = tmp_path / "wheels"
     build = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q",
-         "-w", str(wheels), str(ROOT)], capture_output=True, text=True, timeout=300)
+         "-w", str(wheels), str(source)], capture_output=True, text=True, timeout=300)
     assert build.returncode == 0, build.stdout + build.stderr
     wheel = next(wheels.glob("workflow_lib-*.whl"))
     venv = tmp_path / "venv"

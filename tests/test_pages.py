@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import ROOT
 from tests.workflow_runs import clone, snakemake_in
-from workflow_lib.pages import CLAIMS, results_page, write_docs
+from workflow_lib.pages import results_page, write_docs
 from workflow_lib.registry import studies
 
 SNAPSHOTS = sorted(p for p in (ROOT / "docs" / "results").glob("*") if p.is_dir())
@@ -43,7 +43,7 @@ def test_docs_command_writes_a_page_per_study_with_every_claim(tiny_run, tmp_pat
                           "--docs", str(docs)], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     for study in studies():
-        claims = pd.read_csv(tiny_run / "results" / CLAIMS[study.name])
+        claims = pd.read_csv(tiny_run / "results" / study.claims)
         page = (docs / "results" / f"{study.name}-tiny.md").read_text()
         assert all(f"| {claim} |" in page for claim in claims["id"]), study.name
         for panel in study.panels:
@@ -57,6 +57,6 @@ def test_report_front_page_holds_every_claim(tiny_run, tmp_path):
     run = snakemake_in(wd, "--report", "report.html")
     assert run.returncode == 0, (run.stdout + run.stderr)[-3000:]
     html = (wd / "report.html").read_text()
-    for study, path in CLAIMS.items():
-        for claim in pd.read_csv(wd / "results" / path)["id"]:
-            assert claim in html, (study, claim)
+    for study in studies():
+        for claim in pd.read_csv(wd / "results" / study.claims)["id"]:
+            assert claim in html, (study.name, claim)

@@ -1,4 +1,4 @@
-"""Gaussian model, replica theory and ridge simulations of spec §6 (Fig. 3 left)."""
+"""Gaussian model, replica theory and ridge simulations of Rende et al. 2024, Fig. 3 left."""
 
 import numpy as np
 import pytest
@@ -161,7 +161,7 @@ TABLE = {
 
 
 @pytest.mark.parametrize("lam", list(TABLE))
-def test_reproduces_spec_table(task200, lam):
+def test_reproduces_the_reference_table(task200, lam):
     eps = generalisation_curve(task200, np.array(TABLE_ALPHAS), lam)
     np.testing.assert_allclose(eps, TABLE[lam], atol=1e-3)
 

@@ -4,7 +4,7 @@
 ``inspect FILE...`` prints an artefact's schema, provenance, datasets and key figures;
 ``check-config FILE...`` validates config files (merged in order, as ``--configfile`` does);
 ``omniglot OUTDIR`` runs the Omniglot study without Snakemake (on a GPU machine, say);
-``docs --preset NAME [--results DIR]`` writes the results pages (``workflow_lib.pages``) and the
+``docs [--preset NAME [--results DIR]]`` writes the results pages (``workflow_lib.pages``) and the
 configuration reference. Errors the user can fix are printed as one line.
 """
 
@@ -53,14 +53,15 @@ def _run_stage(name: str, job_json: str) -> None:
 def _write_docs(args: argparse.Namespace) -> None:
     from pathlib import Path
 
-    from workflow_lib.artefacts import git_commit
     from workflow_lib.config import ConfigError
     from workflow_lib.pages import write_docs
 
-    source = {"configs": args.configfile, "commit": git_commit()[:12]}
+    source = {"configs": args.configfile}
     results = Path(args.results) if args.results else None
     if results is not None and not results.is_dir():
         raise ConfigError(f"--results {results}: no such folder (run snakemake first)")
+    if results is not None and not args.preset:
+        raise ConfigError("--results needs --preset: the name of the run on its pages")
     for page in write_docs(Path(args.docs), args.preset, results, source):
         print(page)
 
@@ -102,7 +103,8 @@ def main(argv: list[str] | None = None) -> int:
     chk = sub.add_parser("check-config", help="validate config files (merged in order)")
     chk.add_argument("files", nargs="+")
     docs = sub.add_parser("docs", help="write docs/results/*.md and docs/configuration.md")
-    docs.add_argument("--preset", required=True, help="the run's name on the pages, e.g. quick")
+    docs.add_argument("--preset", help="the run's name on its pages, e.g. quick (without it: the "
+                      "index, configuration and performance pages only)")
     docs.add_argument("--results", help="a finished run's results folder to snapshot first")
     docs.add_argument("--configfile", action="append", default=[],
                       help="the run's config files, recorded on the pages")

@@ -52,7 +52,7 @@ class ArtefactError(RuntimeError):
     """An input artefact is missing, truncated, foreign or malformed; the message names the file."""
 
 
-def git_commit() -> str:
+def _git_commit() -> str:
     root = Path(__file__).resolve().parents[1]
     with suppress(OSError, subprocess.SubprocessError):
         out = subprocess.run(
@@ -71,7 +71,7 @@ def provenance(params: Mapping[str, Any], seeds: Mapping[str, int]) -> dict[str,
     return {
         "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "workflow_lib_version": workflow_lib.__version__,
-        "git_commit": git_commit(),
+        "git_commit": _git_commit(),
         "config_digest": digest(params),
         "config": json.dumps(params, sort_keys=True, default=str),
         "seeds": json.dumps(dict(seeds), sort_keys=True),

@@ -7,7 +7,10 @@ the criterion in words and the verdict: ``holds``, ``not resolved`` or ``does no
 
 Verdicts are two-sided t-intervals at 95 % (``LEVEL``) around the measured value: a claim holds
 when the whole interval satisfies its criterion, does not hold when none of it does, and is not
-resolved otherwise, or when the value has no error bar from fewer than two units.
+resolved otherwise, or when the value has no error bar from fewer than two units. A value picked
+as the best of ``tests`` candidates (the largest rise of a curve, say) gets a Bonferroni-widened
+interval. A value without sampling error (a count, a theory curve) is compared as it is; a χ² gets
+its p-value.
 """
 
 from __future__ import annotations
@@ -30,17 +33,24 @@ COLUMNS = ("id", "study", "figure", "statement", "paper", "measured", "error", "
 
 @dataclass(frozen=True)
 class Measure:
-    """A measured value, its standard error and the number of independent units behind it."""
+    """A measured value, its standard error, the number of independent units behind it, and the
+    number of candidates it was picked from (``tests``: 1 when it was fixed in advance). An
+    error of exactly 0 marks a value without sampling error."""
 
     value: float
     error: float
     n: int
+    tests: int = 1
 
     def half_width(self) -> float:
-        """Half the ``LEVEL`` t-interval; infinite without an error bar (n < 2 or NaN)."""
+        """Half the t-interval at ``LEVEL`` (Bonferroni over ``tests``); 0 for an exact value,
+        infinite without an error bar (n < 2 or NaN)."""
+        if self.error == 0 and self.n >= 1:
+            return 0.0
         if self.n < 2 or not np.isfinite(self.error):
             return math.inf
-        return float(stats.t.ppf(0.5 + LEVEL / 2, self.n - 1) * self.error)
+        alpha = (1 - LEVEL) / self.tests
+        return float(stats.t.ppf(1 - alpha / 2, self.n - 1) * self.error)
 
 
 def mean_sem(values: Sequence[float] | np.ndarray | pd.Series) -> Measure:
@@ -54,8 +64,9 @@ def mean_sem(values: Sequence[float] | np.ndarray | pd.Series) -> Measure:
 
 
 def exact(value: float, n: int = 1) -> Measure:
-    """A value without sampling error (a count, or a deterministic computation)."""
-    return Measure(float(value), 0.0, max(n, 2))
+    """A value without sampling error (a count, or a deterministic computation) from ``n``
+    units."""
+    return Measure(float(value), 0.0, n)
 
 
 def above(m: Measure, bound: float) -> str:

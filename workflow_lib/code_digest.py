@@ -1,14 +1,14 @@
 """Code digests of workflow stages, derived from their imports (no hand-kept lists).
 
 A stage is ``module:function`` (``workflow_lib.registry.stages()``). Its code is: the stage module,
-the package modules the *function* reaches through the stage module's top-level names (its
-helpers, constants and imports, followed transitively inside that module), every package module
-those import anywhere in their source (transitively), the ``__init__`` of each package on the
-way, and the command-line entry point. Only source files inside ``workflow_lib`` count; third-
-party imports do not, nor do the registries (``registry`` modules: they describe rules, their
-config slices, outputs and resources, and compute nothing; a change to one shows in the jobs'
-params and outputs). The digest is of the files' bytes, so a module that joins the import graph
-later is picked up by the next digest.
+the package modules the *function* reaches through the stage module's top-level names (its helpers,
+constants and imports, followed transitively inside that module), every package module those import
+anywhere in their source (transitively), the ``__init__`` of each package on the way, and the
+command line with what its ``_run_stage`` reaches. Only source files inside ``workflow_lib`` count;
+third-party imports do not, nor do the registries (``registry`` modules: they describe rules, their
+config slices, outputs and resources, and compute nothing; a change to one shows in the jobs' params
+and outputs). The digest is of the files' bytes, so a module that joins the import graph later is
+picked up by the next digest.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pathlib import Path
 
 PACKAGE = "workflow_lib"
 ROOT = Path(__file__).resolve().parent  # the package folder
-ENTRY = ("__init__", "__main__")  # run by every stage job: ``python -m workflow_lib stage``
+ENTRY = ("__main__", "_run_stage")  # what every stage job runs: ``python -m workflow_lib stage``
 DESCRIPTIONS = "registry"  # modules of this name are not followed (see the module docstring)
 
 
@@ -125,15 +125,18 @@ def _function_imports(path: Path, function: str, root: Path) -> set[str]:
 
 
 def stage_files(target: str, root: Path = ROOT) -> list[Path]:
-    """The package source files stage ``target`` (``'workflow_lib.registry.x:function'``) runs,
-    sorted; ``root``: the package folder (a copy of it in tests)."""
+    """The package source files stage ``target`` (``'workflow_lib.studies.x.y:function'``) runs,
+    sorted; ``root``: the package folder (a copy of it in tests). The command line counts with
+    what its ``_run_stage`` reaches, not its other commands."""
     module, function = target.split(":")
     path = _module_file(module, root)
     if path is None:
         raise KeyError(f"{target}: no module {module} under {root}")
-    modules = _function_imports(path, function, root) | {module.rpartition(".")[0]}
-    modules |= {f"{PACKAGE}.{name}" if name != "__init__" else PACKAGE for name in ENTRY}
-    return sorted(_closure(modules, root) | {path})  # not the imports of the module's other stages
+    main = root / f"{ENTRY[0]}.py"
+    modules = _function_imports(path, function, root) | {module.rpartition(".")[0], PACKAGE}
+    modules |= _function_imports(main, ENTRY[1], root)
+    # not the imports of the module's other stages, nor of the command line's other commands
+    return sorted(_closure(modules, root) | {path, main})
 
 
 def files_digest(files: list[Path], root: Path = ROOT) -> str:

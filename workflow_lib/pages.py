@@ -19,14 +19,9 @@ import pandas as pd
 from workflow_lib.artefacts import atomic_path
 from workflow_lib.claims import VERDICTS
 from workflow_lib.config import load_schema
+from workflow_lib.performance import BENCHMARKS_DIR, performance_page
 from workflow_lib.reference import configuration_page
 from workflow_lib.registry import Job, Study, studies
-
-CLAIMS = {  # study -> its claims table, relative to the run's results folder
-    "potts_paper": "tables/claims.csv",
-    "attention_hmm": "paths/tables/claims.csv",
-    "omniglot": "omniglot/tables/claims.csv",
-}
 
 
 def _number(x: float) -> str:
@@ -51,6 +46,17 @@ def verdict_counts(claims: pd.DataFrame) -> str:
     return f"{len(claims)} claims: " + ", ".join(parts)
 
 
+VERDICT_RULE = ("A verdict follows from the statistic its criterion names: the 95 % t-interval of "
+                "the measured value over its n independent units (realisations or test "
+                "episodes), Bonferroni-widened where the value was picked among candidates, or a "
+                "p-value; see [pipeline.md](../pipeline.md#claims-tables).")
+
+
+def read_claims(path: str | Path) -> pd.DataFrame:
+    """A claims table as written (the paper's numbers are text)."""
+    return pd.read_csv(path, dtype={"paper": str})
+
+
 HEADER = ["claim", "figure", "the paper says", "paper's number", "measured", "criterion",
           "verdict"]
 
@@ -64,35 +70,35 @@ def _markdown_table(claims: pd.DataFrame) -> str:
 
 
 def snapshot(results: Path, dest: Path, study: Study, source: dict) -> bool:
-    """Copy ``study``'s claims table and figures (PNG) from the run in ``results`` into
-    ``dest``; False when the run has no claims table for it."""
-    claims = results / CLAIMS[study.name]
+    """Replace ``study``'s files in the snapshot ``dest`` (its claims table, its figures as PNG,
+    the run's config files) with those of the run in ``results``; False when the run has no
+    claims table for it."""
+    claims = results / study.claims
     if not claims.exists():
         return False
     (dest / "figures").mkdir(parents=True, exist_ok=True)
-    shutil.copy2(claims, dest / f"{study.name}-claims.csv")
     for panel in study.panels:
+        (dest / "figures" / f"{panel.name}.png").unlink(missing_ok=True)
         png = results / "figures" / f"{panel.name}.png"
         if png.exists():
             shutil.copy2(png, dest / "figures" / png.name)
-    (dest / "source.json").write_text(json.dumps(source, indent=1, sort_keys=True) + "\n")
+    shutil.copy2(claims, dest / f"{study.name}-claims.csv")
+    (dest / f"{study.name}-source.json").write_text(
+        json.dumps(source, indent=1, sort_keys=True) + "\n")
     return True
 
 
 def results_page(snapshot_dir: Path, study: Study, preset: str) -> str:
     """The Markdown page of ``study`` on the run of ``preset`` from its snapshot."""
-    claims = pd.read_csv(snapshot_dir / f"{study.name}-claims.csv", keep_default_na=True)
-    source = json.loads((snapshot_dir / "source.json").read_text())
+    claims = read_claims(snapshot_dir / f"{study.name}-claims.csv")
+    source = json.loads((snapshot_dir / f"{study.name}-source.json").read_text())
     configs = "".join(f" --configfile {c}" for c in source.get("configs", []))
     lines = [f"# {study.title}: the {preset} run", "",
              f"*{study.paper}.*", "",
-             f"Produced by `snakemake --cores 2{configs}` at commit "
-             f"`{source.get('commit', 'unknown')}`; this page by `python -m workflow_lib docs "
-             f"--preset {preset}`. Every number below is read from the run's claims table "
+             f"Produced by `snakemake --cores all{configs}`; this page by `python -m workflow_lib "
+             f"docs --preset {preset}`. Every number below is read from the run's claims table "
              f"([{study.name}-claims.csv]({preset}/{study.name}-claims.csv)).",
-             "", "## Claims", "", verdict_counts(claims) + ". A verdict comes from the 95 % "
-             "t-interval of the measured value over its n independent units (realisations or "
-             "test episodes): see [pipeline.md](../pipeline.md#claims-tables).", "",
+             "", "## Claims", "", verdict_counts(claims) + ". " + VERDICT_RULE, "",
              _markdown_table(claims), "", "## Figures", ""]
     for panel in study.panels:
         png = snapshot_dir / "figures" / f"{panel.name}.png"
@@ -106,29 +112,35 @@ def index_page(root: Path) -> str:
     lines = ["# Results", "", "One page per study and run, written by `python -m workflow_lib "
              "docs` from the run's claims tables and figures.", ""]
     for page in sorted(root.glob("*-*.md")):
-        study, preset = page.stem.rsplit("-", 1)
-        claims = pd.read_csv(root / preset / f"{study}-claims.csv")
+        study, preset = page.stem.split("-", 1)  # study names have no "-"
+        claims = read_claims(root / preset / f"{study}-claims.csv")
         lines.append(f"- [{page.stem}]({page.name}): {verdict_counts(claims)}")
     return "\n".join(lines) + "\n"
 
 
-def write_docs(docs: Path, preset: str, results: Path | None = None,
+def write_docs(docs: Path, preset: str | None = None, results: Path | None = None,
                source: dict | None = None) -> list[Path]:
-    """Snapshot the run in ``results`` (if given) and write the results pages of ``preset``,
-    the index and the configuration reference under ``docs``; returns the pages written."""
+    """Snapshot the run in ``results`` (if given) as ``preset`` and write its results pages,
+    then the index, the configuration reference and (in a source tree, from the benchmarks'
+    CSV files) the performance page under ``docs``; returns the pages written."""
     root = docs / "results"
-    snap = root / preset
     written = []
-    for study in studies():
+    for study in studies() if preset else ():
+        snap = root / preset
         if results is not None:
             snapshot(results, snap, study, source or {})
         if (snap / f"{study.name}-claims.csv").exists():
             page = root / f"{study.name}-{preset}.md"
             page.write_text(results_page(snap, study, preset))
             written.append(page)
-    (root / "README.md").write_text(index_page(root))
-    (docs / "configuration.md").write_text(configuration_page(load_schema()))
-    return [*written, root / "README.md", docs / "configuration.md"]
+    root.mkdir(parents=True, exist_ok=True)
+    pages = {root / "README.md": index_page(root),
+             docs / "configuration.md": configuration_page(load_schema())}
+    if (BENCHMARKS_DIR / "results").is_dir():
+        pages[docs / "performance.md"] = performance_page(BENCHMARKS_DIR / "results")
+    for path, text in pages.items():
+        path.write_text(text)
+    return [*written, *pages]
 
 
 def _rst(text: str) -> str:
@@ -138,18 +150,20 @@ def _rst(text: str) -> str:
     return text
 
 
-def front_page(claims: dict[str, str]) -> str:
+def front_page(claims: dict[str, str], texts: dict[str, list[str]]) -> str:
     """The reStructuredText front page of the Snakemake report: every study's claims table
-    (``claims``: study name -> path of its claims CSV)."""
-    lines = ["What self-attention learns from masked language modelling", "=" * 58, "",
-             "Each claim of the papers, measured by this run. A verdict comes from the 95 % "
-             "t-interval of the measured value over its n independent units.", ""]
-    for study in studies():
-        if study.name not in claims:
-            continue
-        table = pd.read_csv(claims[study.name])
-        title = f"{study.title}: {verdict_counts(table)}"
-        lines += [title, "-" * len(title), "", f"*{study.paper}.*", "",
+    (``claims``: study name -> path of its claims CSV; ``texts``: study name -> its title and
+    citation), inside a Jinja raw block (Snakemake renders the page as a template)."""
+    heading = "What self-attention learns from masked language modelling"
+    lines = ["{% raw %}", heading, "=" * len(heading), "",
+             "Each claim of the papers, measured by this run. A verdict follows from the "
+             "statistic its criterion names: the 95 % t-interval of the measured value over its "
+             "n independent units, or a p-value.", ""]
+    for name, path in claims.items():
+        table = read_claims(path)
+        title, paper = texts[name]
+        title = f"{title}: {verdict_counts(table)}"
+        lines += [title, "-" * len(title), "", f"*{_rst(paper)}.*", "",
                   ".. list-table::", "   :header-rows: 1", ""]
         rows = [[*(_rst(c) for c in claim_cells(r)[:-1]), f"**{r['verdict']}**"]
                 for _, r in table.iterrows()]
@@ -157,10 +171,10 @@ def front_page(claims: dict[str, str]) -> str:
             lines.append(f"   * - {cells[0]}")
             lines += [f"     - {cell}" if cell else "     -" for cell in cells[1:]]
         lines.append("")
-    return "\n".join(lines)
+    return "\n".join([*lines, "{% endraw %}"])
 
 
 def report_page(job: Job) -> None:
     """Stage ``report_page``: the report's front page from every study's claims table."""
     with atomic_path(job.output["page"]) as tmp:
-        Path(tmp).write_text(front_page(dict(job.input)))
+        Path(tmp).write_text(front_page(dict(job.input), job.params))

@@ -18,11 +18,7 @@ from pathlib import Path
 BENCHMARKS_DIR = Path(__file__).resolve().parents[1] / "benchmarks"
 HOST_COLUMNS = ("host_cpu", "cpus", "device", "jax_version", "commit", "date")
 NO_FIGURES = "No figures recorded yet: run the command above."
-REGENERATE = (
-    ".venv/bin/python -c \"from pathlib import Path; "
-    "from workflow_lib.performance import performance_page; "
-    "Path('docs/performance.md').write_text(performance_page(Path('benchmarks/results')))\""
-)
+REGENERATE = ".venv/bin/python -m workflow_lib docs"
 _NUMBER = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^nan$")
 
 

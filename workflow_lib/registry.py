@@ -96,7 +96,8 @@ class Panel:
 @dataclass(frozen=True)
 class Study:
     """A study: ``name`` (its folder), ``title`` (the report's category), ``paper`` (the
-    citation), ``rules``, ``tables`` (the CSV files its tables rule writes) and ``panels``."""
+    citation), ``rules``, ``tables`` (the CSV files its tables rule writes), ``panels`` and
+    ``claims`` (its claims table, relative to the results folder)."""
 
     name: str
     title: str
@@ -104,6 +105,7 @@ class Study:
     rules: tuple[Rule, ...]
     tables: tuple[str, ...]
     panels: tuple[Panel, ...]
+    claims: str
 
     def rule(self, name: str) -> Rule:
         for each in self.rules:
@@ -118,8 +120,13 @@ class Study:
         raise KeyError(f"study {self.name} has no panel {name!r}")
 
 
+def _study_texts(cfg: Config, wildcards: Wildcards) -> dict[str, Any]:
+    """The report page's params: each study's title and citation (the page shows them)."""
+    return {study.name: [study.title, study.paper] for study in studies()}
+
+
 # Rules of no single study: the report's front page from every study's claims table.
-SHARED = (Rule("report_page", "workflow_lib.pages:report_page", no_params, constant(10),
+SHARED = (Rule("report_page", "workflow_lib.pages:report_page", _study_texts, constant(10),
                constant(2000), local=True),)
 
 

@@ -1,4 +1,5 @@
-"""Pseudo-likelihood baselines (plmDCA-style, spec §5), fitted full-batch by L-BFGS in float64.
+"""Pseudo-likelihood baselines (plmDCA-style; the equivalence: docs/design/training.md), fitted
+full-batch by L-BFGS in float64.
 
 Two coupling families, both without fields (the generative model has none), and three fits
 (``PLM_KINDS``): ``factored`` and ``full`` below, and ``factored_from_truth``, the factored family
@@ -34,7 +35,7 @@ Starts of the factored fit (``start``): ``random`` (best of ``restarts`` random 
 The full fit is convex, so the spectral start does not depend on luck. On the paper-scale data
 (L = C = 20, M = 3000, one chain at mean Hamming distance 0.3) random starts end in minima with a
 higher training loss; the spectral start lands in the minimum that the fit from the truth reaches
-(README).
+(docs/design/training.md).
 """
 
 from __future__ import annotations

@@ -26,6 +26,7 @@ PY = sys.executable
 REGISTRY = registered_rules()
 STUDY = {each.name: each for each in studies()}
 CAPTION = os.path.join(workflow.basedir, "report", "caption.rst")  # renders params.caption
+TARGETS = {}  # study -> what it adds to the default target (its rules.smk sets it)
 
 
 def study_rules(name):

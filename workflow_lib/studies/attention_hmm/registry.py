@@ -66,6 +66,7 @@ STUDY = Study(
              constant(10), constant(2000), local=True),
     ),
     tables=("accuracy", "order_parameters", "pc_overlaps", "diagnostics"),
+    claims="paths/tables/claims.csv",
     panels=(
         Panel("paths_fig2c", ("accuracy", "order_parameters"),
               "Attention paths, Fig. 2c: test accuracy vs width N on the hidden-Markov-chain task "

@@ -10,7 +10,7 @@ PATHS_PANELS = (["paths_fig2c", "paths_fig2d"] if "four_paths" in PATHS_EXPERIME
     ["paths_fig2e"] if "two_paths" in PATHS_EXPERIMENTS else []
 )
 PATHS_FIGURES = expand(f"{RESULTS}/figures/{{panel}}.{{ext}}", panel=PATHS_PANELS, ext=("png", "pdf"))
-HMM_TARGETS = [*PATHS_FIGURES, f"{RESULTS}/paths/tables/claims.csv"]
+TARGETS["attention_hmm"] = [*PATHS_FIGURES, f"{RESULTS}/{HMM.claims}"]
 
 
 wildcard_constraints:
@@ -82,7 +82,7 @@ rule paths_claims:
     input:
         **{name: f"{RESULTS}/paths/tables/{name}.csv" for name in HMM.tables},
     output:
-        claims=f"{RESULTS}/paths/tables/claims.csv",
+        claims=f"{RESULTS}/{HMM.claims}",
     params:
         job=job("paths_claims"),
     threads: threads("paths_claims")

@@ -65,7 +65,7 @@ def _sample_minutes(cfg, wc) -> float:
 
 
 def _mem(cfg, wc) -> float:
-    return 4000 + 2 * _episodes(cfg) * cfg["omniglot"]["network"]["width"] * 16 * 8 / 1e3
+    return 4000 + 2 * _episodes(cfg) * cfg["omniglot"]["network"]["width"] * 16 * 8 / 1e6
 
 
 STUDY = Study(
@@ -93,6 +93,7 @@ STUDY = Study(
     ),
     tables=("accuracy", "order_parameters", "pc_overlaps", "head_scores", "cumulative_pruning",
             "claims"),
+    claims="omniglot/tables/claims.csv",
     panels=(
         Panel("omniglot_fig3b", ("accuracy",),
               "Attention paths, Fig. 3b: test accuracy on held-out one-shot Omniglot episodes vs "

@@ -12,7 +12,7 @@ OMNI_DIR = f"{RESULTS}/omniglot"
 OMNI_DATA = os.path.join(workflow.basedir, OMNI["data_dir"])  # relative to the Snakefile
 OMNI_PANELS = [panel.name for panel in OMNIGLOT.panels]
 OMNI_FIGURES = expand(f"{RESULTS}/figures/{{panel}}.{{ext}}", panel=OMNI_PANELS, ext=("png", "pdf"))
-OMNIGLOT_FIGURES = OMNI_FIGURES if OMNI["enabled"] else []  # in the default target
+TARGETS["omniglot"] = OMNI_FIGURES if OMNI["enabled"] else []  # in the default target
 OMNI_FILES = {name: f"{OMNI_DIR}/{name}.h5" for _, name in FLOW.values()}
 if OMNI["model_file"]:  # a shipped trained model replaces omniglot_train
     OMNI_FILES["model"] = os.path.join(workflow.basedir, OMNI["model_file"])

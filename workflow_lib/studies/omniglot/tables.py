@@ -109,35 +109,43 @@ def claims(acc: pd.DataFrame, scores: pd.DataFrame, pruning: Artefact) -> pd.Dat
     n = int(acc["n_test"].iloc[0])
     theory = acc[(acc["method"] == "theory") & acc["selected"]].sort_values("N")
     gd = float(chosen.loc["gradient descent", "test"])
-    gp = float(chosen.loc["gp", "test"])
-    small = theory.iloc[0]
-    gap = c.Measure(float(small["test"] - gp), float(np.hypot(sem(small["test"], n), sem(gp, n))),
-                    n)
     m = c.Measure(gd, sem(gd, n), n)
     rows = [
         c.row("fig3.gradient_descent", STUDY, "Fig. 3b", "The two-layer attention network "
               "trained by gradient descent solves one-shot Omniglot episodes",
-              f"{PAPER_ACCURACY:.1%}", m, f"test accuracy > {TARGET_ACCURACY}",
-              c.above(m, TARGET_ACCURACY)),
-        c.row("fig3b.theory_above_gp", STUDY, "Fig. 3b", "At small width the theory with the "
-              "network's heads generalises better than the GP limit", "", gap,
-              f"test accuracy theory (N = {small['N']:g}) - GP > 0", c.above(gap, 0.0)),
+              f"{PAPER_ACCURACY:.1%}", m, f"test accuracy > {TARGET_ACCURACY} (this "
+              "workflow's target for its CPU-sized model)", c.above(m, TARGET_ACCURACY)),
     ]
+    if len(theory) and "gp" in chosen.index:
+        gp = float(chosen.loc["gp", "test"])
+        small = theory.iloc[0]
+        gap = c.Measure(float(small["test"] - gp),
+                        float(np.hypot(sem(small["test"], n), sem(gp, n))), n)
+        rows.append(c.row(
+            "fig3b.theory_above_gp", STUDY, "Fig. 3b", "At small width the theory with the "
+            "network's heads generalises better than the GP limit", "", gap,
+            f"test accuracy theory (N = {small['N']:g}) - GP > 0 (independent binomial errors: "
+            "conservative for the same episodes)", c.above(gap, 0.0)))
     if "samples" in chosen.index:
         s = chosen.loc["samples"]
         at = theory[theory["N"] == s["N"]]
         if len(at):
-            m = c.Measure(float(s["test"] - at["test"].iloc[0]), sem(float(s["test"]), n), n)
+            theirs = float(at["test"].iloc[0])
+            m = c.Measure(float(s["test"]) - theirs,
+                          float(np.hypot(sem(float(s["test"]), n), sem(theirs, n))), n)
             rows.append(c.row(
                 "fig3b.samples_on_theory", STUDY, "Fig. 3b", "Posterior samples agree with the "
                 "theory", "", m, f"test accuracy samples - theory at N = {s['N']:g} within "
-                f"+-{SAMPLES_TOLERANCE}", c.within(m, SAMPLES_TOLERANCE)))
+                f"+-{SAMPLES_TOLERANCE} (independent binomial errors: conservative)",
+                c.within(m, SAMPLES_TOLERANCE)))
     rho, p = stats.spearmanr(scores["score"], scores["drop"])
-    verdict = c.FAILS if rho <= 0 else (c.HOLDS if p < 1 - c.LEVEL else c.NOT_RESOLVED)
+    significant = p < 1 - c.LEVEL
+    verdict = c.NOT_RESOLVED if not significant else (c.HOLDS if rho > 0 else c.FAILS)
     rows.append(c.row(
         "fig3e.score_predicts_cost", STUDY, "Fig. 3e", "Heads with a low score cost little "
-        "accuracy when pruned (score and cost rank-correlated)", "low scores cost <= 2 points",
-        c.exact(float(rho), len(scores)), "Spearman rho > 0 with p < 0.05", verdict))
+        "accuracy when pruned (score and cost rank-correlated)", "",
+        c.exact(float(rho), len(scores)), "Spearman rho of head score and pruning cost over the "
+        "heads, its sign resolved at p < 0.05", verdict))
     excess = (pruning["cumulative/ascending"] - pruning["cumulative/random"])[:, 1:].mean(axis=1)
     m = c.mean_sem(excess)
     rows.append(c.row(

@@ -10,7 +10,7 @@ ARCHS = CFG["training"]["architectures"] + [
 ]
 PANELS = [panel.name for panel in POTTS.panels]
 POTTS_FIGURES = expand(f"{RESULTS}/figures/{{panel}}.{{ext}}", panel=PANELS, ext=("png", "pdf"))
-POTTS_TARGETS = [*POTTS_FIGURES, f"{RESULTS}/tables/claims.csv"]
+TARGETS["potts_paper"] = [*POTTS_FIGURES, f"{RESULTS}/{POTTS.claims}"]
 
 
 rule couplings:
@@ -132,7 +132,7 @@ rule claims:
     input:
         **{name: f"{RESULTS}/tables/{name}.csv" for name in POTTS.tables},
     output:
-        claims=f"{RESULTS}/tables/claims.csv",
+        claims=f"{RESULTS}/{POTTS.claims}",
     params:
         job=job("claims"),
     threads: threads("claims")
