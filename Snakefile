@@ -41,7 +41,7 @@ rule report_page:
     resources:
         **resources("report_page"),
     shell:
-        stage("report_page")
+        STAGE
 
 
 rule all:

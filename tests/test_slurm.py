@@ -24,7 +24,7 @@ from workflow_lib.registry import rules
 
 REPO = Path(__file__).resolve().parents[1]
 PY = sys.executable
-WORKFLOW = ["Snakefile", "config.yaml", "config", "slurm", "report"]
+WORKFLOW = ["Snakefile", "config.yaml", "config", "slurm", "report", "data"]
 TARGETS = ["results/potts/r0/samples.h5", "results/potts/r1/samples.h5"]
 RUN_TIMEOUT = 15 * 60
 
@@ -137,7 +137,9 @@ def test_dry_run_resources(tmp_path, gpu):
         wd, snakemake_env(), timeout=300,
     )
     assert rc == 0, out[-5000:]
-    registry, full = rules(), load_config(cfg)
+    # the Snakefile's config.yaml, then tiny.yaml over it
+    full = load_config(merge(yaml.safe_load((wd / "config.yaml").read_text()), cfg))
+    registry = rules()
     jobs = [(rule, job) for rule, job in dry_run_jobs(out) if rule not in ("all", "omniglot")]
     assert {rule for rule, _ in jobs} == set(registry), sorted(rule for rule, _ in jobs)
     partition = str(profile()["default-resources"]["slurm_partition"])
@@ -240,7 +242,8 @@ def test_sampling_runs_on_slurm(cluster, tmp_path):
     calls = [line for line in out.splitlines() if line.startswith("sbatch call:")]
     assert len(calls) == 4, calls
     for rule, n_cpus in (("couplings", 1), ("sample", threads)):
-        want = rules()[rule].resources(load_config(tiny_config(threads=threads)), {"r": "0"})
+        full = merge(yaml.safe_load((REPO / "config.yaml").read_text()), tiny_config(threads))
+        want = rules()[rule].resources(load_config(full), {"r": "0"})
         mine = [c for c in calls if f"--comment rule_{rule}_" in c]
         assert len(mine) == 2, calls
         for call in mine:

@@ -28,7 +28,7 @@ def test_default_target_builds_every_figure(tiny_run):
     pruning = pd.read_csv(tiny_run / "results/omniglot/tables/cumulative_pruning.csv")
     assert set(pruning["order"]) == {"ascending", "descending", "random"}
     assert pruning.groupby("order")["removed"].max().tolist() == [2, 2, 2]  # a head left per layer
-    logged = ("potts/r0/samples", "train/factored/r1", "figures/fig2a", "tables/training_history")
+    logged = ("potts/r0/samples", "train/factored/r1", "figures/fig2a", "tables/data")
     for stage in logged:
         assert (tiny_run / f"results/logs/{stage}.log").exists()
         assert (tiny_run / f"results/benchmarks/{stage}.tsv").exists()

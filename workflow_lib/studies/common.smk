@@ -75,10 +75,9 @@ def caption(study):
     return lambda wildcards: STUDY[study].panel(wildcards.panel).caption
 
 
-def stage(name):
-    """Shell command running stage ``name`` of workflow_lib with the rule's job and log. A rule
-    that runs stage ``name`` is named ``name``; ``derive_stage_directives`` gives it the rest."""
-    return f"{PY} -m workflow_lib stage {name} --job {{params.job:q}} > {{log}} 2>&1"
+# The shell command of every registered rule: the stage of the rule's name, with the rule's job
+# and log (``derive_stage_directives`` gives it the log).
+STAGE = f"{PY} -m workflow_lib stage {{rule}} --job {{params.job:q}} > {{log}} 2>&1"
 
 
 def derive_stage_directives():

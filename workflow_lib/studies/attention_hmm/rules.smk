@@ -26,7 +26,7 @@ rule paths_features:
     resources:
         **resources("paths_features"),
     shell:
-        stage("paths_features")
+        STAGE
 
 
 rule paths_theory:
@@ -40,7 +40,7 @@ rule paths_theory:
     resources:
         **resources("paths_theory"),
     shell:
-        stage("paths_theory")
+        STAGE
 
 
 rule paths_sample:
@@ -54,7 +54,7 @@ rule paths_sample:
     resources:
         **resources("paths_sample"),
     shell:
-        stage("paths_sample")
+        STAGE
 
 
 rule paths_tables:
@@ -75,7 +75,7 @@ rule paths_tables:
     resources:
         **resources("paths_tables"),
     shell:
-        stage("paths_tables")
+        STAGE
 
 
 rule paths_claims:
@@ -89,7 +89,7 @@ rule paths_claims:
     resources:
         **resources("paths_claims"),
     shell:
-        stage("paths_claims")
+        STAGE
 
 
 rule paths_figure:
@@ -109,4 +109,4 @@ rule paths_figure:
     resources:
         **resources("paths_figure"),
     shell:
-        stage("paths_figure")
+        STAGE

@@ -41,7 +41,7 @@ for name, (reads, writes) in FLOW.items():
         resources:
             **resources(name),
         shell:
-            stage(name)
+            STAGE
 
 
 rule omniglot_tables:
@@ -58,7 +58,7 @@ rule omniglot_tables:
     resources:
         **resources("omniglot_tables"),
     shell:
-        stage("omniglot_tables")
+        STAGE
 
 
 rule omniglot_figure:
@@ -78,4 +78,4 @@ rule omniglot_figure:
     resources:
         **resources("omniglot_figure"),
     shell:
-        stage("omniglot_figure")
+        STAGE

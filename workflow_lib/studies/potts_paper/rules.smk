@@ -22,7 +22,7 @@ rule couplings:
     resources:
         **resources("couplings"),
     shell:
-        stage("couplings")
+        STAGE
 
 
 rule sample:
@@ -36,7 +36,7 @@ rule sample:
     resources:
         **resources("sample"),
     shell:
-        stage("sample")
+        STAGE
 
 
 rule train:
@@ -52,7 +52,7 @@ rule train:
     resources:
         **resources("train"),
     shell:
-        stage("train")
+        STAGE
 
 
 rule plm:
@@ -68,7 +68,7 @@ rule plm:
     resources:
         **resources("plm"),
     shell:
-        stage("plm")
+        STAGE
 
 
 rule sample_complexity:
@@ -82,7 +82,7 @@ rule sample_complexity:
     resources:
         **resources("sample_complexity"),
     shell:
-        stage("sample_complexity")
+        STAGE
 
 
 rule replica_theory:
@@ -94,7 +94,7 @@ rule replica_theory:
     resources:
         **resources("replica_theory"),
     shell:
-        stage("replica_theory")
+        STAGE
 
 
 rule replica_sims:
@@ -106,7 +106,7 @@ rule replica_sims:
     resources:
         **resources("replica_sims"),
     shell:
-        stage("replica_sims")
+        STAGE
 
 
 rule aggregate:
@@ -125,7 +125,7 @@ rule aggregate:
     resources:
         **resources("aggregate"),
     shell:
-        stage("aggregate")
+        STAGE
 
 
 rule claims:
@@ -139,7 +139,7 @@ rule claims:
     resources:
         **resources("claims"),
     shell:
-        stage("claims")
+        STAGE
 
 
 def panel_inputs(wildcards):
@@ -165,4 +165,4 @@ rule figure:
     resources:
         **resources("figure"),
     shell:
-        stage("figure")
+        STAGE
