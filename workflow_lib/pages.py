@@ -108,13 +108,30 @@ def results_page(snapshot_dir: Path, study: Study, preset: str) -> str:
 
 
 def index_page(root: Path) -> str:
-    """``docs/results/README.md``: every results page with its verdict counts."""
+    """``docs/results/README.md``: every results page with its verdict counts, then per study
+    the verdict of each claim in every run side by side (the two readings of the protocol, the
+    quick and the paper scale)."""
     lines = ["# Results", "", "One page per study and run, written by `python -m workflow_lib "
              "docs` from the run's claims tables and figures.", ""]
+    runs: dict[str, dict[str, pd.DataFrame]] = {}
     for page in sorted(root.glob("*-*.md")):
         study, preset = page.stem.split("-", 1)  # study names have no "-"
         claims = read_claims(root / preset / f"{study}-claims.csv")
+        runs.setdefault(study, {})[preset] = claims
         lines.append(f"- [{page.stem}]({page.name}): {verdict_counts(claims)}")
+    for study in studies():
+        if study.name not in runs:
+            continue
+        presets = runs[study.name]
+        lines += ["", f"## {study.title}: the verdicts side by side", "",
+                  "| claim | " + " | ".join(presets) + " |", "|---|" + "---|" * len(presets)]
+        ids = list(dict.fromkeys(i for c in presets.values() for i in c["id"]))
+        for claim in ids:
+            cells = []
+            for claims in presets.values():
+                verdict = claims.loc[claims["id"] == claim, "verdict"]
+                cells.append(verdict.iloc[0] if len(verdict) else "")
+            lines.append(f"| {claim} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
