@@ -56,7 +56,7 @@ def _write_docs(args: argparse.Namespace) -> None:
     from workflow_lib.config import ConfigError
     from workflow_lib.pages import write_docs
 
-    source = {"configs": args.configfile}
+    source = {"configs": args.configfile, "targets": args.target}
     results = Path(args.results) if args.results else None
     if results is not None and not results.is_dir():
         raise ConfigError(f"--results {results}: no such folder (run snakemake first)")
@@ -108,6 +108,8 @@ def main(argv: list[str] | None = None) -> int:
     docs.add_argument("--results", help="a finished run's results folder to snapshot first")
     docs.add_argument("--configfile", action="append", default=[],
                       help="the run's config files, recorded on the pages")
+    docs.add_argument("--target", action="append", default=[],
+                      help="the run's targets, recorded on the pages (default: the default one)")
     docs.add_argument("--docs", default="docs", help="the docs folder (default: docs)")
     omni = sub.add_parser("omniglot", help="run the Omniglot study without Snakemake")
     omni.add_argument("outdir")

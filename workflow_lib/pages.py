@@ -92,7 +92,8 @@ def results_page(snapshot_dir: Path, study: Study, preset: str) -> str:
     """The Markdown page of ``study`` on the run of ``preset`` from its snapshot."""
     claims = read_claims(snapshot_dir / f"{study.name}-claims.csv")
     source = json.loads((snapshot_dir / f"{study.name}-source.json").read_text())
-    configs = "".join(f" --configfile {c}" for c in source.get("configs", []))
+    configs = "".join(f" {t}" for t in source.get("targets", []))  # before --configfile's list
+    configs += "".join(f" --configfile {c}" for c in source.get("configs", []))
     lines = [f"# {study.title}: the {preset} run", "",
              f"*{study.paper}.*", "",
              f"Produced by `snakemake --cores all{configs}`; this page by `python -m workflow_lib "
