@@ -62,7 +62,7 @@ def _write_docs(args: argparse.Namespace) -> None:
         raise ConfigError(f"--results {results}: no such folder (run snakemake first)")
     if results is not None and not args.preset:
         raise ConfigError("--results needs --preset: the name of the run on its pages")
-    for page in write_docs(Path(args.docs), args.preset, results, source):
+    for page in write_docs(Path(args.docs), args.preset, results, source, tuple(args.study)):
         print(page)
 
 
@@ -110,6 +110,8 @@ def main(argv: list[str] | None = None) -> int:
                       help="the run's config files, recorded on the pages")
     docs.add_argument("--target", action="append", default=[],
                       help="the run's targets, recorded on the pages (default: the default one)")
+    docs.add_argument("--study", action="append", default=[],
+                      help="snapshot only these studies of the run (default: every study)")
     docs.add_argument("--docs", default="docs", help="the docs folder (default: docs)")
     omni = sub.add_parser("omniglot", help="run the Omniglot study without Snakemake")
     omni.add_argument("outdir")

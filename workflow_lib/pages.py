@@ -137,15 +137,16 @@ def index_page(root: Path) -> str:
 
 
 def write_docs(docs: Path, preset: str | None = None, results: Path | None = None,
-               source: dict | None = None) -> list[Path]:
+               source: dict | None = None, only: tuple[str, ...] = ()) -> list[Path]:
     """Snapshot the run in ``results`` (if given) as ``preset`` and write its results pages,
     then the index, the configuration reference and (in a source tree, from the benchmarks'
-    CSV files) the performance page under ``docs``; returns the pages written."""
+    CSV files) the performance page under ``docs``; ``only``: snapshot just these studies (a run
+    of one study's target); returns the pages written."""
     root = docs / "results"
     written = []
     for study in studies() if preset else ():
         snap = root / preset
-        if results is not None:
+        if results is not None and (not only or study.name in only):
             snapshot(results, snap, study, source or {})
         if (snap / f"{study.name}-claims.csv").exists():
             page = root / f"{study.name}-{preset}.md"
