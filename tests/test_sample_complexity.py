@@ -17,7 +17,7 @@ from workflow_lib.config import read_config_files, schema_defaults
 from workflow_lib.mlm import models, plm
 from workflow_lib.potts.model import random_colour_couplings, random_couplings
 from workflow_lib.registry import Job
-from workflow_lib.sequences import first_near_duplicate, near_duplicates
+from workflow_lib.sequences import first_near_duplicate
 from workflow_lib.studies.potts_paper import stages_fits, tables
 
 jax.config.update("jax_enable_x64", True)
@@ -77,8 +77,8 @@ def test_near_duplicates_by_hand():
                      [0, 2, 2, 0]])   # one spin from rows 0 and 2
     for chunk in (1, 2, 3, 256):
         assert first_near_duplicate(seqs, chunk=chunk) == 4
-    assert first_near_duplicate(seqs[:3]) is None and not near_duplicates(seqs[:3])
-    assert near_duplicates(seqs)
+    assert first_near_duplicate(seqs[:3]) is None
+    assert first_near_duplicate(seqs) is not None
     assert first_near_duplicate(seqs[[3, 1, 0]]) == 3
     assert first_near_duplicate(np.zeros((0, 4), int)) is None
 
@@ -115,7 +115,7 @@ def test_train_accuracy_separable_and_not():
             for name, seqs in (("apart", apart), ("close", close))}  # fmt: skip
     assert fits["apart"].metrics["train_accuracy"] == 1.0
     assert fits["close"].metrics["train_accuracy"] <= 1 - 1 / (2 * L)
-    assert not near_duplicates(apart) and near_duplicates(close)
+    assert first_near_duplicate(apart) is None and first_near_duplicate(close) is not None
 
 
 def _samples(path, train_seqs, test_seqs, J, U):

@@ -46,7 +46,3 @@ def first_near_duplicate(seqs: np.ndarray, chunk: int = 256) -> int | None:
             return start + int(np.argmax(hit)) + 1
     return None
 
-
-def near_duplicates(seqs: np.ndarray) -> bool:
-    """Whether ``seqs: (N, L)`` holds two rows at Hamming distance 1 (``first_near_duplicate``)."""
-    return first_near_duplicate(seqs) is not None

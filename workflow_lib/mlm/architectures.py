@@ -26,6 +26,12 @@ def parse_arch(name: str) -> tuple[str, float | None]:
     return name, None
 
 
+def restarts(training: dict, family: str) -> int:
+    """The restarts of model family ``family`` (``parse_arch``) under the ``training`` config:
+    ``arch_restarts[family]``, else ``restarts``."""
+    return training["arch_restarts"].get(family, training["restarts"])
+
+
 def wildcard_pattern() -> str:
     """Regular expression of every run name (the ``arch`` wildcard of the training rule)."""
     return "|".join([*ARCHITECTURES, INTERPOLATED + r"[0-9.e+-]+"])

@@ -5,7 +5,7 @@ left), the tables across realisations, the figures and the claims table."""
 
 from __future__ import annotations
 
-from workflow_lib.mlm.architectures import parse_arch
+from workflow_lib.mlm.architectures import parse_arch, restarts
 from workflow_lib.registry import Panel, Rule, Study, constant, no_params, panel_params
 
 STAGES = "workflow_lib.studies.potts_paper"
@@ -33,9 +33,8 @@ def _train_minutes(cfg, wc) -> float:
     attention; the transformers cost 8x as much per restart."""
     t, p = cfg["training"], cfg["potts"]
     family, _ = parse_arch(wc["arch"])
-    restarts = t["arch_restarts"].get(family, t["arch_restarts"].get(wc["arch"], t["restarts"]))
     deep = 8 if family.startswith("vanilla") else 1
-    work = t["epochs"] * cfg["sampling"]["n_train"] * p["L"] * p["C"] * restarts * deep
+    work = t["epochs"] * cfg["sampling"]["n_train"] * p["L"] * p["C"] * restarts(t, family) * deep
     return 15 + work * 2.5e-9
 
 

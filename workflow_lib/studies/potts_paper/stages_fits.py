@@ -15,7 +15,7 @@ from workflow_lib.artefacts import (
     write_artefact,
 )
 from workflow_lib.keys import stage_key
-from workflow_lib.mlm.architectures import parse_arch
+from workflow_lib.mlm.architectures import parse_arch, restarts
 from workflow_lib.mlm.plm import effective_l2, fit_plm, plm_config
 from workflow_lib.mlm.train import train_mlm
 from workflow_lib.registry import Job
@@ -42,7 +42,7 @@ def train(job: Job) -> None:
     lr = training["learning_rates"].get(arch, training["learning_rate"])
     cfg = {k: v for k, v in training.items() if k not in ("architectures", "interpolation_a",
                                                            "learning_rates", "arch_restarts")}
-    cfg |= {"learning_rate": lr, "restarts": training["arch_restarts"].get(arch, cfg["restarts"]),
+    cfg |= {"learning_rate": lr, "restarts": restarts(training, arch),
             **({"a": a} if a is not None else {})}
     key = stage_key(p["seed"], f"train/{p['arch']}", p["realisation"])
     result = train_mlm(arch, cfg, train_seqs, test_seqs, J, U, beta, key)
