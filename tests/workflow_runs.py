@@ -22,7 +22,7 @@ TINY = {
     "omniglot": {"enabled": False},
 }
 
-# Every rule of the default target, Omniglot included, in seconds per job.
+# Every rule of the default target, Omniglot and the protein study included, in seconds per job.
 TINY_ALL = {
     **TINY,
     "training": {"architectures": ["factored", "vanilla1"], "interpolation_a": [0.0, 1.0],
@@ -40,6 +40,10 @@ TINY_ALL = {
                  "training": {"steps": 20, "batch": 8, "log_every": 10},
                  "widths": [10, 1000], "temperatures": [0.1, 1.0], "n_pcs": 5,
                  "sampler": {"warmup": 10, "samples": 10, "chains": 1}},
+    # the shipped PF00014 subsample, every model kind, a few iterations
+    "proteins": {"enabled": True, "realisations": 2, "heads": [2],
+                 "attention": ["signed", "softmax"], "restarts": 1, "max_iter": 20,
+                 "transformer": {"steps": 20, "model_dim": 8, "batch_size": 16}},
 }
 
 # What a workflow copy holds besides its own workflow_lib (``data`` is linked). Not

@@ -22,7 +22,7 @@ from typing import Any
 
 # The studies, in the order the report and the docs list them: a new study is a folder under
 # ``workflow_lib/studies/`` and its name here.
-STUDY_NAMES = ("potts_paper", "attention_hmm", "omniglot")
+STUDY_NAMES = ("potts_paper", "attention_hmm", "omniglot", "proteins")
 
 Config = dict[str, Any]
 Wildcards = Mapping[str, str]

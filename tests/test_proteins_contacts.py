@@ -1,0 +1,200 @@
+"""Contact scores (plmDCA Frobenius norm, APC), pair ranking, precision, and the study's figures."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from workflow_lib.proteins import contacts
+from workflow_lib.studies.proteins import figures
+
+Q = 21
+
+
+def _random_couplings(L: int, seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).normal(size=(L, L, Q, Q))
+
+
+def test_apc_by_hand():
+    F = np.array([[0.0, 1, 2, 3],
+                  [1, 0, 4, 5],
+                  [2, 4, 0, 6],
+                  [3, 5, 6, 0]])
+    # Off-diagonal row means: F_0. = 6/3 = 2, F_1. = 10/3, F_2. = 12/3 = 4, F_3. = 14/3;
+    # F_.. = 2 (1+2+3+4+5+6) / 12 = 3.5; APC_ij = F_i. F_.j / 3.5:
+    # (0,1): 1 - 2 (10/3) / 3.5 = 1 - 40/21 = -19/21   (0,2): 2 - 8/3.5 = 2 - 16/7 = -2/7
+    # (0,3): 3 - 2 (14/3) / 3.5 = 3 - 8/3 = 1/3        (1,2): 4 - (40/3) / 3.5 = 4 - 80/21 = 4/21
+    # (1,3): 5 - (140/9) / 3.5 = 5 - 40/9 = 5/9        (2,3): 6 - (56/3) / 3.5 = 6 - 16/3 = 2/3
+    upper = {(0, 1): -19 / 21, (0, 2): -2 / 7, (0, 3): 1 / 3,
+             (1, 2): 4 / 21, (1, 3): 5 / 9, (2, 3): 2 / 3}
+    expected = np.zeros((4, 4))
+    for (i, j), v in upper.items():
+        expected[i, j] = expected[j, i] = v
+    np.testing.assert_allclose(contacts.apc(F), expected, atol=1e-12)
+    # the diagonal is ignored
+    np.testing.assert_allclose(contacts.apc(F + 7 * np.eye(4)), expected, atol=1e-12)
+
+
+def test_zero_sum_gauge_sums_and_idempotence():
+    J = _random_couplings(4, 0)
+    Jg = contacts.zero_sum_gauge(J)
+    np.testing.assert_allclose(Jg.sum(axis=2), 0.0, atol=1e-12)
+    np.testing.assert_allclose(Jg.sum(axis=3), 0.0, atol=1e-12)
+    np.testing.assert_allclose(contacts.zero_sum_gauge(Jg), Jg, atol=1e-12)
+
+
+def test_frobenius_gauge_invariant_and_symmetrised():
+    L = 5
+    rng = np.random.default_rng(1)
+    J = _random_couplings(L, 2)
+    u, v = rng.normal(size=(2, L, L, Q))
+    J_shifted = J + 10 * u[:, :, :, None] + 10 * v[:, :, None, :]
+    for exclude_gap in (True, False):
+        F = contacts.frobenius_scores(J, exclude_gap=exclude_gap)
+        np.testing.assert_allclose(contacts.frobenius_scores(J_shifted, exclude_gap=exclude_gap),
+                                   F, rtol=1e-10)
+        np.testing.assert_allclose(F, F.T)
+        assert np.all(np.diag(F) == 0)
+    # the score of J equals that of its symmetrised couplings, computed by hand for one pair
+    Js = 0.5 * (J[1, 3] + J[3, 1].T)
+    Jg = Js - Js.mean(0, keepdims=True) - Js.mean(1, keepdims=True) + Js.mean()
+    assert contacts.frobenius_scores(J)[1, 3] == pytest.approx(np.linalg.norm(Jg[:20, :20]))
+    np.testing.assert_allclose(contacts.contact_scores(J),
+                               contacts.apc(contacts.frobenius_scores(J)))
+
+
+def test_gap_excluded():
+    # A coupling between two gaps only: J_ij(a, b) = c [a = b = gap]. In the zero-sum gauge over
+    # all 21 states it is c (e_gap - 1/Q)(e_gap - 1/Q)^T: c / Q^2 in each of the 400 amino-acid
+    # entries (norm 20 c / Q^2), and c (1 - 1/Q) over all states.
+    c, L = 50.0, 3
+    J = np.zeros((L, L, Q, Q))
+    J[0, 2, 20, 20] = J[2, 0, 20, 20] = c
+    F = contacts.frobenius_scores(J, exclude_gap=True)
+    assert F[0, 2] == pytest.approx(20 * c / Q**2)
+    assert contacts.frobenius_scores(J, exclude_gap=False)[0, 2] == pytest.approx(c * (1 - 1 / Q))
+    assert F[0, 1] == F[1, 2] == 0
+    # values only in the gap's row, the same for every amino acid: a pure gauge term, score zero
+    J = np.zeros((L, L, Q, Q))
+    J[0, 2, 20, :] = J[2, 0, :, 20] = 1e3
+    np.testing.assert_allclose(contacts.frobenius_scores(J), 0.0, atol=1e-9)
+    # amino-acid couplings unchanged by anything in the gap's row and column after the gauge
+    J = contacts.zero_sum_gauge(_random_couplings(L, 3))
+    K = J.copy()
+    K[:, :, 20, :] += 5.0
+    K[:, :, :, 20] -= 3.0
+    np.testing.assert_allclose(contacts.frobenius_scores(K), contacts.frobenius_scores(J))
+
+
+def test_attention_scores():
+    att = np.array([[1.0, -2, 0.5],
+                    [4, 0, -1],
+                    [0.5, 3, 2]])
+    a = np.abs(att)
+    expected = contacts.apc(0.5 * (a + a.T))
+    np.testing.assert_allclose(contacts.attention_scores(att), expected)
+    np.testing.assert_allclose(contacts.attention_scores(att.T), expected)
+    with pytest.raises(ValueError):
+        contacts.attention_scores(np.ones((2, 3)))
+
+
+def test_ranked_pairs_ties_and_separation():
+    S = np.zeros((4, 4))
+    S[0, 2] = 2.0
+    S[0, 3] = S[1, 2] = 1.0
+    S[3, 0] = 100.0  # lower triangle: not read
+    i, j, s = contacts.ranked_pairs(S, min_separation=1)
+    assert list(zip(i.tolist(), j.tolist(), strict=True)) == [
+        (0, 2), (0, 3), (1, 2), (0, 1), (1, 3), (2, 3)]
+    np.testing.assert_array_equal(s, [2, 1, 1, 0, 0, 0])
+    i, j, _ = contacts.ranked_pairs(S, min_separation=2)
+    assert list(zip(i.tolist(), j.tolist(), strict=True)) == [(0, 2), (0, 3), (1, 3)]
+
+
+def _six_residues() -> tuple[np.ndarray, np.ndarray]:
+    """Scores and distances (Å) of a made-up 6-residue protein, symmetric."""
+    scores = {(0, 1): 10, (0, 3): 9, (0, 2): 8, (1, 3): 7, (1, 4): 6, (3, 5): 5, (2, 5): 4,
+              (0, 4): 1, (0, 5): 0.5, (1, 5): 0.3, (2, 4): 0.2}
+    dist = {(0, 1): 3.8, (0, 3): np.nan, (0, 2): 5.0, (1, 3): 8.0, (1, 4): 6.0, (3, 5): 12.0,
+            (2, 5): 7.5, (0, 4): 12.0, (0, 5): 12.0, (1, 5): 12.0, (2, 4): 12.0, (1, 2): 3.8,
+            (2, 3): 3.8, (3, 4): 3.8, (4, 5): 3.8}
+    S, D = np.zeros((6, 6)), np.zeros((6, 6))
+    for (i, j), v in scores.items():
+        S[i, j] = S[j, i] = v
+    for (i, j), v in dist.items():
+        D[i, j] = D[j, i] = v
+    return S, D
+
+
+def test_precision_six_residues():
+    S, D = _six_residues()
+    # separation >= 2: (0, 1) (score 10) is too close, (0, 3) (score 9) has no distance, (1, 3)
+    # is exactly at the threshold (not a contact). Ranked pairs with a distance:
+    # (0,2) T, (1,3) F, (1,4) T, (3,5) F, (2,5) T, (0,4) F, (0,5) F, (1,5) F, (2,4) F
+    p = contacts.precision_at(S, D, min_separation=2, threshold=8.0, ks=[1, 2, 3, 4, 5, 9, 10])
+    expected = {1: 1.0, 2: 0.5, 3: 2 / 3, 4: 0.5, 5: 0.6, 9: 1 / 3}
+    for k, v in expected.items():
+        assert p[k] == pytest.approx(v)
+    assert np.isnan(p[10])  # only 9 pairs have a known distance
+    # separation >= 3: (1,4) T, (2,5) T, (0,4) F, (0,5) F, (1,5) F
+    p = contacts.precision_at(S, D, min_separation=3, threshold=8.0, ks=[1, 2, 3, 5])
+    assert p == pytest.approx({1: 1.0, 2: 1.0, 3: 2 / 3, 5: 0.4})
+    # a larger threshold makes (1, 3) a contact
+    assert contacts.precision_at(S, D, 2, 8.5, [2])[2] == pytest.approx(1.0)
+
+
+def test_precision_curve_matches_precision_at():
+    rng = np.random.default_rng(4)
+    L = 30
+    S = rng.normal(size=(L, L))
+    D = rng.uniform(3, 20, size=(L, L))
+    D = (D + D.T) / 2
+    D[rng.random((L, L)) < 0.1] = np.nan
+    curve = contacts.precision_curve(S, D, 6, 8.0, 100)
+    assert curve.shape == (100,)
+    ks = [1, 6, 15, 30, 100]
+    p = contacts.precision_at(S, D, 6, 8.0, ks)
+    for k in ks:
+        assert curve[k - 1] == pytest.approx(p[k])
+
+
+def test_contact_map():
+    _, D = _six_residues()
+    C = contacts.contact_map(D, threshold=8.0, min_separation=2)
+    assert C.dtype == bool
+    np.testing.assert_array_equal(C, C.T)
+    assert {(int(i), int(j)) for i, j in zip(*np.nonzero(np.triu(C)), strict=True)} == {
+        (0, 2), (1, 4), (2, 5)}
+
+
+def test_precision_ks():
+    assert contacts.precision_ks(100) == {"L/5": 20, "L/2": 50, "L": 100}
+    assert contacts.precision_ks(3) == {"L/5": 1, "L/2": 1, "L": 3}
+
+
+def test_figures_draw(tmp_path):
+    rows = []
+    for family, L in (("PF00001", 20), ("PF00002", 12)):
+        for model in ("plmDCA", "factored attention"):
+            for realisation in range(2 if model == "plmDCA" else 1):
+                for rank in range(1, L + 1):
+                    rows.append(dict(family=family, model=model, realisation=realisation,
+                                     rank=rank, precision=1.0 / (1 + 0.1 * rank + realisation),
+                                     L=L))
+    fig = figures.precision_vs_rank(pd.DataFrame(rows))
+    fig.savefig(tmp_path / "precision.png", dpi=80)
+    assert (tmp_path / "precision.png").stat().st_size > 0
+
+    rng = np.random.default_rng(5)
+    rows = []
+    for family, L in (("PF00001", 20), ("PF00002", 12)):
+        i, j = np.triu_indices(L, k=3)
+        contact = rng.random(len(i)) < 0.2
+        for model in ("plmDCA", "factored attention"):
+            score = rng.normal(size=len(i)) + 2 * contact
+            rows += [dict(family=family, model=model, i=a, j=b, score=s, contact=c, L=L)
+                     for a, b, s, c in zip(i, j, score, contact, strict=True)]
+    fig = figures.contact_maps(pd.DataFrame(rows))
+    fig.savefig(tmp_path / "maps.png", dpi=80)
+    assert (tmp_path / "maps.png").stat().st_size > 0

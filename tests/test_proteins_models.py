@@ -1,0 +1,125 @@
+"""The protein study's models: factored attention with heads and fields, plmDCA, the weighted
+pseudo-likelihood objective and its L-BFGS fit, and the transformers' weighted MLM training."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from workflow_lib.mlm.plm import coupling_logits
+from workflow_lib.proteins import models
+from workflow_lib.proteins.alignment import Q
+from workflow_lib.proteins.fitting import coupling_model, fit_model, model_names
+
+LAMBDAS = {"fields": 0.01, "couplings": 0.01, "factored": 0.001}
+
+
+def _seqs(M: int, L: int, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).integers(0, Q, (M, L)).astype(np.int32)
+
+
+@pytest.mark.parametrize("heads", [1, 3, 25])
+@pytest.mark.parametrize("softmax", [False, True])
+def test_factored_logits_are_those_of_its_couplings(heads, softmax):
+    """Both contraction orders (through the heads while H < Q, through J beyond) give the
+    conditionals of J_ij(a, b) = sum_h A^h_ij V^h_ab plus the fields."""
+    model = models.CouplingModel("factored", 6, heads=heads, softmax=softmax)
+    params = models.init_params(model, jax.random.key(1))
+    params["h"] = jax.random.normal(jax.random.key(2), (6, Q), jnp.float64)
+    seqs = jnp.asarray(_seqs(5, 6))
+    att = np.asarray(models.attention(model, params))
+    J = np.einsum("hij,hab->ijab", att, np.asarray(params["V"]))
+    expected = np.asarray(coupling_logits(jnp.asarray(J), seqs)) + np.asarray(params["h"])
+    np.testing.assert_allclose(models.site_logits(model, params, seqs), expected, atol=1e-12)
+    np.testing.assert_allclose(np.diagonal(att, axis1=1, axis2=2), 0.0)
+    if softmax:
+        np.testing.assert_allclose(att.sum(axis=2), 1.0, atol=1e-12)
+
+
+def test_a_site_does_not_condition_on_itself():
+    """Changing s_i changes every conditional but site i's own."""
+    model = models.CouplingModel("plmdca", 5)
+    params = {"J": jax.random.normal(jax.random.key(0), (5, 5, Q, Q), jnp.float64),
+              "h": jnp.zeros((5, Q))}
+    seqs = _seqs(1, 5)
+    other = seqs.copy()
+    other[0, 2] = (other[0, 2] + 1) % Q
+    a, b = (np.asarray(models.site_logits(model, params, jnp.asarray(s))) for s in (seqs, other))
+    np.testing.assert_allclose(a[0, 2], b[0, 2])
+    assert not np.allclose(np.delete(a, 2, axis=1), np.delete(b, 2, axis=1))
+
+
+def test_integer_weights_are_repeated_sequences():
+    """The weighted loss with weight k on a sequence equals the plain loss with k copies."""
+    model = models.CouplingModel("factored", 4, heads=2)
+    params = models.init_params(model, jax.random.key(3))
+    seqs = _seqs(3, 4, seed=4)
+    weights = np.array([1.0, 3.0, 2.0])
+    repeated = np.repeat(seqs, weights.astype(int), axis=0)
+    weighted = models.weighted_loss(model, params, jnp.asarray(seqs), jnp.asarray(weights))
+    plain = jnp.mean(models.site_losses(model, params, jnp.asarray(repeated)))
+    np.testing.assert_allclose(weighted, plain, rtol=1e-12)
+
+
+def test_penalty_follows_plmdca_convention():
+    """lambda_h ||h||^2 + lambda_J ||J||^2 (off-diagonal J), divided by L; factored: lambda on
+    A and V."""
+    L = 3
+    J = np.ones((L, L, Q, Q))
+    full = models.CouplingModel("plmdca", L)
+    p = {"J": jnp.asarray(J), "h": jnp.full((L, Q), 2.0)}
+    expected = (0.01 * 4 * L * Q + 0.01 * L * (L - 1) * Q * Q) / L
+    np.testing.assert_allclose(models.penalty(full, p, LAMBDAS), expected)
+    fac = models.CouplingModel("factored", L, heads=2, fields=False)
+    q = {"A": jnp.ones((2, L, L)), "V": jnp.ones((2, Q, Q))}
+    np.testing.assert_allclose(models.penalty(fac, q, LAMBDAS), 0.001 * 2 * (L * L + Q * Q) / L)
+
+
+def test_plmdca_recovers_a_planted_coupling():
+    """Sequences where sites 0 and 3 always agree and the rest are random: plmDCA's strongest
+    coupling is (0, 3), with converged L-BFGS."""
+    rng = np.random.default_rng(5)
+    seqs = rng.integers(0, 4, (300, 5)).astype(np.int32)
+    seqs[:, 3] = seqs[:, 0]
+    model = models.CouplingModel("plmdca", 5)
+    fit = models.fit(model, seqs, np.ones(300), LAMBDAS, jax.random.key(0), 1, 500, 1e-5)
+    assert fit.converged
+    J = np.asarray(models.couplings(model, fit.params))
+    norms = np.linalg.norm(J, axis=(2, 3)) + np.linalg.norm(J, axis=(2, 3)).T
+    i, j = np.unravel_index(np.argmax(norms), norms.shape)
+    assert {int(i), int(j)} == {0, 3}
+    start = models.init_params(model, jax.random.key(0))
+    data = (jnp.asarray(seqs), jnp.ones(300))
+    value = float(models.weighted_loss(model, start, *data))
+    assert fit.objective < value
+
+
+def test_model_names_and_parameter_counts():
+    cfg = {"models": ["plmdca", "factored", "vanilla1"], "attention": ["signed", "softmax"],
+           "heads": [4, 1], "fields": True}
+    assert model_names(cfg) == ["plmdca", "factored-H1", "factored-H4", "factored_softmax-H1",
+                                "factored_softmax-H4", "vanilla1"]
+    model = coupling_model("factored_softmax-H4", cfg, 10)
+    assert (model.heads, model.softmax, model.n_params()) == (4, True, 4 * (90 + Q * Q) + 10 * Q)
+    assert coupling_model("plmdca", cfg, 10).n_params() == 90 * Q * Q + 10 * Q
+    with pytest.raises(ValueError, match="unknown protein model"):
+        coupling_model("factored-Hx", cfg, 10)
+
+
+def test_transformer_learns_a_copied_site():
+    """The 1-layer transformer trained by weighted MLM predicts a site copied from another
+    better than chance, and its held-out loss and attention map have the promised shapes."""
+    rng = np.random.default_rng(6)
+    seqs = rng.integers(0, 4, (400, 6)).astype(np.int32)
+    seqs[:, 5] = seqs[:, 1]
+    test = np.zeros(400, bool)
+    test[:80] = True
+    cfg = {"models": ["vanilla1"], "transformer": {"model_dim": 16, "mask_token": "channel",
+                                                   "steps": 400, "batch_size": 64,
+                                                   "learning_rate": 0.01}}
+    res = fit_model("vanilla1", cfg, seqs, np.ones(400), test, jax.random.key(0))
+    assert res.test_losses.shape == (80,) and res.scores.shape == (6, 6)
+    assert res.train_loss < np.log(4)  # chance over the 4 used states: log 4 nats per site
+    np.testing.assert_allclose(res.scores, res.scores.T)

@@ -1,0 +1,101 @@
+"""The protein study end to end with Snakemake: the shipped family in the tiny run of the
+default target, a user's own alignment through ``proteins.families``, and a bad alignment."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from tests.conftest import ROOT
+from tests.workflow_runs import snakemake
+from workflow_lib.artefacts import read_artefact
+from workflow_lib.claims import VERDICTS
+from workflow_lib.proteins.alignment import ALPHABET, read_alignment
+from workflow_lib.studies.proteins.registry import STUDY
+from workflow_lib.studies.proteins.stages import PROTEIN_DATA, PROTEIN_FIT
+
+PF00014 = ROOT / "data" / "proteins" / "PF00014"
+
+
+def test_tiny_run_prepares_fits_and_judges_the_shipped_family(tiny_run):
+    results = tiny_run / "results"
+    data = read_artefact(results / "proteins" / "PF00014" / "data.h5", PROTEIN_DATA)
+    M = int(data.attrs["M"])
+    assert data["seqs"].shape == (M, 53) and data["test"].shape == (2, M)
+    assert 0 < data.attrs["M_eff"] <= M and np.all(data["weights"] <= 1)
+    assert not np.array_equal(data["test"][0], data["test"][1])  # one split per realisation
+    assert set(json.loads(data.attrs["seeds"])) == {"seed", "split_r0", "split_r1"}
+    models = pd.read_csv(results / "proteins" / "tables" / "models.csv")
+    assert set(models["model"]) == {"factored-H2", "factored_softmax-H2", "plmdca", "vanilla1",
+                                    "vanilla3"}
+    assert len(models) == 10 and models[["heldout_loss", "P@L"]].notna().all().all()
+    fit = read_artefact(results / "proteins" / "PF00014" / "r1" / "plmdca.h5", PROTEIN_FIT)
+    assert fit["params/J"].shape == (53, 53, 21, 21) and fit.attrs["realisation"] == 1
+    claims = pd.read_csv(results / STUDY.claims)
+    assert claims["verdict"].isin(VERDICTS).all()
+    assert {"proteins.factored_beats_vanilla1.precision",
+            "proteins.factored_as_vanilla3.heldout_loss",
+            "proteins.factored_as_plmdca.precision"} <= set(claims["id"])
+    for panel in STUDY.panels:
+        assert (results / "figures" / f"{panel.name}.png").stat().st_size > 0
+
+
+def _own_family(tmp_path) -> tuple[str, str]:
+    """A user's A3M alignment (300 PF00014 sequences with insert states added) and a 3-column
+    distance file of its columns."""
+    aln = read_alignment(PF00014 / "PF00014.fasta.gz")
+    lines = []
+    for name, codes in zip(aln.names[:300], aln.seqs[:300], strict=True):
+        seq = "".join(ALPHABET[k] for k in codes)
+        lines += [f">{name}", seq[:10] + "kl." + seq[10:]]  # A3M inserts: dropped
+    (tmp_path / "mine.a3m").write_text("\n".join(lines) + "\n")
+    rows = [line.split() for line in (PF00014 / "PF00014_struct.dat").read_text().splitlines()]
+    (tmp_path / "mine.dist").write_text(
+        "".join(f"{int(float(r[0]))} {int(float(r[1]))} {float(r[3]):.2f}\n" for r in rows))
+    return str(tmp_path / "mine.a3m"), str(tmp_path / "mine.dist")
+
+
+@pytest.mark.slow
+def test_a_users_own_alignment_end_to_end(tmp_path):
+    alignment, distances = _own_family(tmp_path)
+    config = tmp_path / "mine.yaml"
+    config.write_text(yaml.safe_dump({
+        "results": str(tmp_path / "results"),
+        "proteins": {"families": [{"name": "mine", "alignment": alignment,
+                                   "distances": distances}],
+                     "models": ["factored", "plmdca"], "heads": [1], "realisations": 2,
+                     "restarts": 1, "max_iter": 20}}))
+    run = snakemake(tmp_path, config, "proteins")
+    assert run.returncode == 0, (run.stdout + run.stderr)[-4000:]
+    tables = tmp_path / "results" / "proteins" / "tables"
+    families = pd.read_csv(tables / "families.csv")
+    assert families.loc[0, "M_raw"] == 300 and families.loc[0, "L_raw"] == 53
+    models = pd.read_csv(tables / "models.csv")
+    assert set(models["model"]) == {"factored-H1", "plmdca"} and models["P@L"].between(0, 1).all()
+    claims = pd.read_csv(tables / "claims.csv")
+    assert list(claims["id"]) == ["proteins.factored_as_plmdca.precision"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("text", "problem"), [
+    (">a\nACDE\n>b\nACD\n", "record 2 ('b'): aligned length 3"),
+    (">a\nACDE\n>b\nAC1E\n", "record 2 ('b'): character '1'"),
+    ("", "empty"),
+])
+def test_a_bad_alignment_stops_its_job_with_one_line(tmp_path, text, problem):
+    (tmp_path / "bad.fasta").write_text(text)
+    config = tmp_path / "bad.yaml"
+    config.write_text(yaml.safe_dump({
+        "results": str(tmp_path / "results"),
+        "proteins": {"families": [{"name": "bad", "alignment": str(tmp_path / "bad.fasta")}]}}))
+    run = snakemake(tmp_path, config, "proteins")
+    assert run.returncode != 0
+    log = (tmp_path / "results" / "logs" / "proteins" / "bad" / "data.log").read_text()
+    errors = [line for line in log.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and str(tmp_path / "bad.fasta") in errors[0], log
+    assert problem in errors[0], errors[0]
+    assert not (tmp_path / "results" / "proteins" / "bad" / "data.h5").exists()

@@ -1,0 +1,207 @@
+"""Protein-family alignments: reading, gap filtering, structural distances and held-out splits.
+
+An alignment is an ``(M, L)`` int8 array of codes into ``ALPHABET`` (the 20 amino acids in
+alphabetical one-letter order, then the gap, ``GAP = 20``, ``Q = 21`` states). The ambiguity
+codes B, Z, X, J, U and O read as the gap, as in plmDCA. Any problem in a file raises
+``AlignmentError`` with a one-line message naming the file, and the record or line.
+"""
+
+from __future__ import annotations
+
+import gzip
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from workflow_lib.config import ConfigError
+
+ALPHABET = "ACDEFGHIKLMNPQRSTVWY-"
+GAP = ALPHABET.index("-")
+Q = len(ALPHABET)
+AMBIGUOUS = "BZXJUO"
+
+_INSERT = 253  # A3M insert state (lower-case letter or '.'): dropped
+_INVALID = 255
+_CODES = np.full(256, _INVALID, np.uint8)
+for _code, _letter in enumerate(ALPHABET):
+    _CODES[ord(_letter)] = _code
+for _letter in AMBIGUOUS:
+    _CODES[ord(_letter)] = GAP
+for _letter in "abcdefghijklmnopqrstuvwxyz.":
+    _CODES[ord(_letter)] = _INSERT
+
+
+class AlignmentError(ConfigError):
+    """An alignment or distance file is missing or malformed; the message is one line."""
+
+
+@dataclass(frozen=True, eq=False)
+class Alignment:
+    """An aligned protein family as read from ``path``.
+
+    ``names``: the ``M`` header lines (without '>'); ``seqs``: ``(M, L)`` int8 codes in
+    ``ALPHABET`` order, read-only.
+    """
+
+    names: tuple[str, ...]
+    seqs: np.ndarray
+    path: str
+
+
+def _open_text(path: Path) -> str:
+    """The text of ``path``, gunzipped when it starts with the gzip magic bytes (latin-1, so that
+    each byte is one character)."""
+    data = path.read_bytes()
+    if data[:2] == b"\x1f\x8b":
+        data = gzip.decompress(data)
+    return data.decode("latin-1")
+
+
+def read_alignment(path: str | Path) -> Alignment:
+    """Read a gapped FASTA or A3M alignment, plain or gzipped.
+
+    Sequences may span several lines. Upper-case letters and '-' are aligned columns (the
+    ambiguity codes B, Z, X, J, U, O read as the gap); lower-case letters and '.' are A3M insert
+    states and are dropped. Comment lines starting with '#' before the first record are skipped
+    (as in A3M files). Raises ``AlignmentError`` (one line: file, record name and 1-based number,
+    problem) for a missing file, a file with no records or not starting with '>', a record with
+    no aligned column, a record whose aligned length differs from the first record's, or a
+    character outside these (with its 1-based column in the record's sequence as written).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise AlignmentError(f"{path}: no such alignment file")
+    lines = _open_text(path).splitlines()
+    start = 0
+    while start < len(lines) and (not lines[start].strip() or lines[start].startswith("#")):
+        start += 1
+    if start == len(lines):
+        raise AlignmentError(f"{path}: no records (empty file)")
+    if not lines[start].startswith(">"):
+        raise AlignmentError(
+            f"{path}: line {start + 1} starts with {lines[start][:1]!r}, expected '>' "
+            "(not a FASTA/A3M file)"
+        )
+    names: list[str] = []
+    chunks: list[list[str]] = []
+    for line in lines[start:]:
+        if line.startswith(">"):
+            names.append(line[1:].strip())
+            chunks.append([])
+        else:
+            chunks[-1].append(line.strip())
+    rows = []
+    for number, (name, chunk) in enumerate(zip(names, chunks, strict=True), start=1):
+        where = f"{path}: record {number} ({name!r})"
+        text = "".join(chunk)
+        codes = _CODES[np.frombuffer(text.encode("latin-1"), np.uint8)]
+        bad = np.flatnonzero(codes == _INVALID)
+        if bad.size:
+            raise AlignmentError(
+                f"{where}: character {text[bad[0]]!r} at column {bad[0] + 1} is not an amino "
+                f"acid, gap, ambiguity code ({AMBIGUOUS}) or insert state (lower case, '.')"
+            )
+        codes = codes[codes != _INSERT]
+        if codes.size == 0:
+            raise AlignmentError(f"{where}: empty sequence (no aligned column)")
+        if rows and codes.size != rows[0].size:
+            raise AlignmentError(
+                f"{where}: aligned length {codes.size} differs from the first record's "
+                f"{rows[0].size}"
+            )
+        rows.append(codes)
+    seqs = np.stack(rows).astype(np.int8)
+    seqs.flags.writeable = False
+    return Alignment(names=tuple(names), seqs=seqs, path=str(path))
+
+
+def filter_gaps(
+    seqs: np.ndarray, max_gap_sequence: float, max_gap_column: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Drop gappy columns, then gappy sequences, of ``seqs: (M, L)`` (codes, gap ``GAP``).
+
+    Columns whose gap fraction over all ``M`` sequences exceeds ``max_gap_column`` go first;
+    then sequences whose gap fraction over the kept columns exceeds ``max_gap_sequence``.
+    Returns ``(filtered: (M', L'), rows: (M',), columns: (L',))``, the kept row and column
+    indices increasing. Raises ``ValueError`` when a threshold is outside [0, 1] or when no
+    column or no sequence is left.
+    """
+    seqs = np.asarray(seqs)
+    for key, value in (("max_gap_sequence", max_gap_sequence), ("max_gap_column", max_gap_column)):
+        if not 0.0 <= value <= 1.0:
+            raise ValueError(f"{key} = {value} is outside [0, 1]")
+    gaps = seqs == GAP
+    columns = np.flatnonzero(gaps.mean(axis=0) <= max_gap_column)
+    if columns.size == 0:
+        raise ValueError(
+            f"filter_gaps: every one of the {seqs.shape[1]} columns has a gap fraction above "
+            f"max_gap_column = {max_gap_column}"
+        )
+    rows = np.flatnonzero(gaps[:, columns].mean(axis=1) <= max_gap_sequence)
+    if rows.size == 0:
+        raise ValueError(
+            f"filter_gaps: every one of the {seqs.shape[0]} sequences has a gap fraction above "
+            f"max_gap_sequence = {max_gap_sequence} over the {columns.size} kept columns"
+        )
+    return seqs[np.ix_(rows, columns)], rows, columns
+
+
+def read_distances(path: str | Path, L: int) -> np.ndarray:
+    """``(L, L)`` float64 distances (Å) between alignment columns, read from ``path``.
+
+    Plain or gzipped; each non-blank line is ``i j x d`` (ArDCAData ``*_struct.dat``: the
+    distance in column 4,
+    column 3 ignored) or ``i j d``, with 1-based column indices ``i, j`` (written as integers or
+    integer-valued floats). The matrix is symmetric, NaN for pairs the file does not give and on
+    the diagonal; a pair given more than once keeps its smallest distance. Raises
+    ``AlignmentError`` naming the file and line for a missing or empty file, a line that is not
+    3 or 4 numbers or has a negative or non-finite distance, or an index outside 1..L.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise AlignmentError(f"{path}: no such distance file")
+    distances = np.full((L, L), np.nan)
+    found = False
+    for number, line in enumerate(_open_text(path).splitlines(), start=1):
+        fields = line.split()
+        if not fields:
+            continue
+        where = f"{path}: line {number}"
+        try:
+            values = [float(field) for field in fields]
+        except ValueError:
+            raise AlignmentError(f"{where}: {line.strip()!r} is not 3 or 4 numbers") from None
+        if len(values) not in (3, 4):
+            raise AlignmentError(
+                f"{where}: {len(values)} columns, expected 3 (i j d) or 4 (i j x d)"
+            )
+        i, j, d = values[0], values[1], values[-1]
+        for index in (i, j):
+            if index != int(index) or not 1 <= index <= L:
+                raise AlignmentError(f"{where}: index {index:g} is not an integer in 1..{L}")
+        if not (np.isfinite(d) and d >= 0):
+            raise AlignmentError(f"{where}: distance {d:g} is not a finite number >= 0")
+        a, b = int(i) - 1, int(j) - 1
+        distances[a, b] = distances[b, a] = np.fmin(distances[a, b], d)
+        found = True
+    if not found:
+        raise AlignmentError(f"{path}: no distances (empty file)")
+    np.fill_diagonal(distances, np.nan)
+    return distances
+
+
+def split_held_out(M: int, fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Deterministic ``(train: (M - n,), test: (n,))`` row indices, each sorted, disjoint.
+
+    ``n = round(fraction * M)``, clipped to ``1..M-1`` when ``M >= 2`` (so each part holds a
+    row) and 0 when ``M == 1``; the rows are ``numpy.random.default_rng(seed).permutation(M)``,
+    the first ``n`` held out. Raises ``ValueError`` for ``M < 1`` or ``fraction`` outside (0, 1).
+    """
+    if M < 1:
+        raise ValueError(f"split_held_out: M = {M}, expected at least 1 sequence")
+    if not 0.0 < fraction < 1.0:
+        raise ValueError(f"split_held_out: fraction = {fraction} is outside (0, 1)")
+    n_test = min(max(round(fraction * M), 1), M - 1)
+    order = np.random.default_rng(seed).permutation(M)
+    return np.sort(order[n_test:]), np.sort(order[:n_test])

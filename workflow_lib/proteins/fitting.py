@@ -1,0 +1,105 @@
+"""One model of the protein study fitted on one held-out split of a family: its contact scores
+and its held-out masked-token loss.
+
+Model names (``model_names``): ``factored-H<h>`` (signed attention) and ``factored_softmax-H<h>``
+(row-softmax attention) for every ``h`` of ``proteins.heads``, ``plmdca``, ``vanilla1``,
+``vanilla3``. Scores: APC-corrected Frobenius norms of the couplings (``contacts.contact_scores``)
+for the coupling models, the APC-corrected symmetrised attention map of the masked token
+(``contacts.attention_scores``) for the transformers.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from workflow_lib.mlm.models import flatten_params
+from workflow_lib.proteins import contacts, models
+from workflow_lib.proteins.transformer import evaluate_transformer, train_transformer
+
+log = logging.getLogger("workflow_lib.proteins")
+TRANSFORMERS = ("vanilla1", "vanilla3")
+
+
+def model_names(cfg: dict) -> list[str]:
+    """The run names of a ``proteins`` config section, in its ``models`` order."""
+    names = []
+    for kind in cfg["models"]:
+        if kind == "factored":
+            for attention in cfg["attention"]:
+                prefix = "factored" if attention == "signed" else "factored_softmax"
+                names += [f"{prefix}-H{h}" for h in sorted(cfg["heads"])]
+        else:
+            names.append(kind)
+    return names
+
+
+def coupling_model(name: str, cfg: dict, L: int) -> models.CouplingModel:
+    """The ``CouplingModel`` of run ``name`` (``factored[_softmax]-H<h>`` or ``plmdca``)."""
+    if name == "plmdca":
+        return models.CouplingModel("plmdca", L, fields=cfg["fields"])
+    prefix, _, heads = name.partition("-H")
+    if prefix not in ("factored", "factored_softmax") or not heads.isdigit():
+        raise ValueError(f"unknown protein model {name!r}")
+    return models.CouplingModel("factored", L, heads=int(heads),
+                                softmax=prefix == "factored_softmax", fields=cfg["fields"])
+
+
+@dataclass
+class ModelResult:
+    """``scores: (L, L)`` contact scores; ``test_losses: (M_test,)`` nats per site of every
+    held-out sequence; ``train_loss``: the weighted training loss (nats per site);
+    ``params``: flat name -> array; ``metrics``: fit figures (iterations, convergence, time)."""
+
+    scores: np.ndarray
+    test_losses: np.ndarray
+    train_loss: float
+    params: dict[str, np.ndarray]
+    metrics: dict[str, float | int | bool | str]
+
+
+def fit_model(name: str, cfg: dict, seqs: np.ndarray, weights: np.ndarray, test: np.ndarray,
+              key: jax.Array) -> ModelResult:  # fmt: skip
+    """Fit run ``name`` under the ``proteins`` config ``cfg`` on the training rows of
+    ``seqs: (M, L)`` (``test: (M,)`` bool marks the held-out rows) with ``weights: (M,)``."""
+    start = time.perf_counter()
+    train_seqs, train_w, test_seqs = seqs[~test], weights[~test], seqs[test]
+    if name in TRANSFORMERS:
+        spec, params, losses = train_transformer(name, cfg["transformer"], train_seqs, train_w,
+                                                 key)  # fmt: skip
+        test_losses, _ = evaluate_transformer(spec, params, test_seqs)
+        train_losses, att = evaluate_transformer(spec, params, train_seqs)
+        return ModelResult(
+            contacts.attention_scores(att), test_losses,
+            float(np.sum(train_w * train_losses) / np.sum(train_w)),
+            flatten_params(params) | {"attention_map": att},
+            {"steps": int(cfg["transformer"]["steps"]), "final_step_loss": float(losses[-1]),
+             "converged": True, "seconds": time.perf_counter() - start,
+             "n_params": int(sum(np.size(x) for x in jax.tree_util.tree_leaves(params)))},
+        )
+    model = coupling_model(name, cfg, seqs.shape[1])
+    result = models.fit(model, train_seqs, train_w, cfg["lambdas"], key, int(cfg["restarts"]),
+                        int(cfg["max_iter"]), float(cfg["grad_tol"]))  # fmt: skip
+    if not result.converged:
+        log.warning("%s NOT CONVERGED: %s (max |gradient| %.1e > %.1e)", name, result.stop_reason,
+                    result.grad_norm, cfg["grad_tol"])  # fmt: skip
+    J = np.asarray(models.couplings(model, result.params), np.float64)
+    losses = jax.jit(lambda p, x: models.site_losses(model, p, x))
+    train_losses = np.asarray(losses(result.params, jnp.asarray(train_seqs, jnp.int32)))
+    params = flatten_params(result.params)
+    if model.kind == "factored":
+        params["attention"] = np.asarray(models.attention(model, result.params))
+    return ModelResult(
+        contacts.contact_scores(J),
+        np.asarray(losses(result.params, jnp.asarray(test_seqs, jnp.int32)), np.float64),
+        float(np.sum(train_w * train_losses) / np.sum(train_w)), params,
+        {"objective": result.objective, "iterations": result.iterations,
+         "grad_norm": result.grad_norm, "converged": result.converged,
+         "stop_reason": result.stop_reason, "starts": len(result.objectives),
+         "seconds": time.perf_counter() - start, "n_params": model.n_params()},
+    )

@@ -1,0 +1,181 @@
+"""Pseudo-likelihood models of a protein family, fitted on weighted sequences.
+
+Two coupling models share one objective, the weighted negative pseudo-log-likelihood (the MLM
+loss with every site masked in turn, which is what training factored attention by masked language
+modelling minimises: Rende et al. 2024, Sec. III; ``workflow_lib.mlm.plm``):
+
+- ``factored``: ``J_ij(a, b) = sum_h A^h_ij V^h_ab`` with ``H`` heads (``H = 1`` is the paper's
+  layer, Rende et al. 2024 eq. 4; AttentionDCA and mogwai use several), signed ``A^h`` or its
+  row-softmax over ``j != i`` (``softmax``: ``workflow_lib.mlm.models.attention_matrix``), with
+  optional fields ``h_i(a)``;
+- ``plmdca``: unconstrained couplings ``J_ij(a, b)`` with fields (Ekeberg et al. 2013, the
+  asymmetric plmDCA of Ekeberg et al. 2014).
+
+The objective, for training sequences with weights ``w_m`` (``M_eff = sum_m w_m``), is the plmDCA
+one divided by ``L``::
+
+    (1 / L) [ -(1 / M_eff) sum_m w_m sum_i log P(s_mi | s_m,-i)
+              + lambda_h ||h||^2 + lambda_J ||J||^2 ]
+
+(``||J||^2`` over ``i != j``; for ``factored`` the coupling term is ``lambda_A (||A||^2 +
+||V||^2)``), minimised by full-batch L-BFGS to a gradient criterion (``workflow_lib.mlm.lbfgs``).
+plmDCA's conditionals go through ``workflow_lib.mlm.plm.coupling_logits``; factored attention's
+through its heads or its couplings, whichever costs less (``site_logits``).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.flatten_util import ravel_pytree
+
+from workflow_lib.mlm.lbfgs import minimize
+from workflow_lib.mlm.models import ArchSpec, attention_matrix
+from workflow_lib.mlm.plm import coupling_logits
+from workflow_lib.proteins.alignment import Q
+
+Array = jax.Array
+Params = dict[str, Array]
+KINDS = ("factored", "plmdca")
+
+
+@dataclass(frozen=True)
+class CouplingModel:
+    """A coupling model of sequences of length ``L`` over ``Q`` states (hashable)."""
+
+    kind: str  # "factored" | "plmdca"
+    L: int
+    heads: int = 1  # factored
+    softmax: bool = False  # factored: row-softmax attention over j != i
+    fields: bool = True
+    init_scale: float = 1.0  # factored: A ~ N(0, s^2 / L), V ~ N(0, s^2 / Q)
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"unknown coupling model {self.kind!r}; allowed: {KINDS}")
+
+    def n_params(self) -> int:
+        """Free parameters (the masked diagonal of ``A`` and ``J`` not counted)."""
+        L = self.L
+        fields = L * Q if self.fields else 0
+        if self.kind == "factored":
+            return self.heads * (L * (L - 1) + Q * Q) + fields
+        return L * (L - 1) * Q * Q + fields
+
+
+def init_params(model: CouplingModel, key: Array) -> Params:
+    """Starting parameters: random ``A: (H, L, L)`` (zero diagonal) and ``V: (H, Q, Q)``, or zero
+    ``J: (L, L, Q, Q)``; zero fields ``h: (L, Q)``."""
+    L = model.L
+    if model.kind == "factored":
+        k_a, k_v = jax.random.split(key)
+        s = model.init_scale
+        A = s / math.sqrt(L) * jax.random.normal(k_a, (model.heads, L, L), jnp.float64)
+        params = {"A": A * (1.0 - jnp.eye(L)),
+                  "V": s / math.sqrt(Q) * jax.random.normal(k_v, (model.heads, Q, Q),
+                                                            jnp.float64)}
+    else:
+        params = {"J": jnp.zeros((L, L, Q, Q), jnp.float64)}
+    if model.fields:
+        params["h"] = jnp.zeros((L, Q), jnp.float64)
+    return params
+
+
+def attention(model: CouplingModel, params: Params) -> Array:
+    """The factored model's attention maps ``(H, L, L)``, zero diagonal (signed or softmax)."""
+    spec = ArchSpec("factored", model.L, Q, softmax=model.softmax)
+    return jax.vmap(lambda A: attention_matrix(spec, A))(params["A"])
+
+
+def couplings(model: CouplingModel, params: Params) -> Array:
+    """``J: (L, L, Q, Q)`` with a zero diagonal block: ``sum_h A^h_ij V^h_ab`` or the free
+    couplings."""
+    if model.kind == "factored":
+        return jnp.einsum("hij,hab->ijab", attention(model, params), params["V"])
+    return params["J"] * (1.0 - jnp.eye(model.L))[:, :, None, None]
+
+
+def site_logits(model: CouplingModel, params: Params, seqs: Array) -> Array:
+    """Logits of every site's conditional given the rest of ``seqs: (M, L)``: ``(M, L, Q)``.
+
+    Factored couplings are contracted in the order with the fewest operations
+    (``jnp.einsum``'s path search): through the values of each head, ``H M L^2 Q``, while
+    ``H < Q``, else through ``J``, ``M L^2 Q^2`` as for plmDCA."""
+    if model.kind == "factored":
+        onehot = jax.nn.one_hot(seqs, Q, dtype=params["V"].dtype)
+        logits = jnp.einsum("hij,hab,mjb->mia", attention(model, params), params["V"], onehot,
+                            optimize="optimal")
+    else:
+        logits = coupling_logits(couplings(model, params), seqs)
+    return logits + params["h"] if model.fields else logits
+
+
+def site_losses(model: CouplingModel, params: Params, seqs: Array) -> Array:
+    """``-log P(s_mi | s_m,-i)`` averaged over sites: ``(M,)`` nats per site."""
+    logp = jax.nn.log_softmax(site_logits(model, params, seqs), axis=-1)
+    return -jnp.mean(jnp.take_along_axis(logp, seqs[..., None], axis=-1)[..., 0], axis=-1)
+
+
+def weighted_loss(model: CouplingModel, params: Params, seqs: Array, weights: Array) -> Array:
+    """The weighted mean of ``site_losses`` (``weights: (M,)``, any positive scale)."""
+    return jnp.sum(weights * site_losses(model, params, seqs)) / jnp.sum(weights)
+
+
+def penalty(model: CouplingModel, params: Params, lambdas: dict[str, float]) -> Array:
+    """``(lambda_h ||h||^2 + lambda_J ||J||^2) / L`` (``factored``: ``lambda_A (||A||^2 +
+    ||V||^2) / L``); ``lambdas``: ``fields``, ``couplings``, ``factored``."""
+    if model.kind == "factored":
+        total = lambdas["factored"] * (jnp.sum(params["A"] ** 2) + jnp.sum(params["V"] ** 2))
+    else:
+        total = lambdas["couplings"] * jnp.sum(couplings(model, params) ** 2)
+    if model.fields:
+        total = total + lambdas["fields"] * jnp.sum(params["h"] ** 2)
+    return total / model.L
+
+
+@dataclass
+class Fit:
+    """Outcome of ``fit``: the kept ``params``, the objective at them, and L-BFGS figures of the
+    kept start (``iterations``, ``grad_norm``, ``converged``, ``stop_reason``) with every
+    start's final objective ``objectives: (starts,)`` and the wall time."""
+
+    params: Params
+    objective: float
+    iterations: int
+    grad_norm: float
+    converged: bool
+    stop_reason: str
+    objectives: np.ndarray
+    seconds: float
+
+
+def fit(model: CouplingModel, seqs: np.ndarray, weights: np.ndarray, lambdas: dict[str, float],
+        key: Array, restarts: int, max_iter: int, grad_tol: float) -> Fit:  # fmt: skip
+    """Minimise the weighted pseudo-likelihood objective (module docstring) on ``seqs: (M, L)``
+    with ``weights: (M,)`` by L-BFGS from ``restarts`` random starts (``plmdca``: one zero start,
+    the problem is convex); the converged start with the lowest objective is kept (the lowest of
+    all when none converged)."""
+    start = time.perf_counter()
+    data = (jnp.asarray(seqs, jnp.int32), jnp.asarray(weights, jnp.float64))
+    n_starts = restarts if model.kind == "factored" else 1
+    starts = [init_params(model, k) for k in jax.random.split(key, n_starts)]
+    unravel = ravel_pytree(starts[0])[1]
+
+    def objective(x: Array, data: tuple[Array, Array]) -> Array:
+        params = unravel(x)
+        return weighted_loss(model, params, *data) + penalty(model, params, lambdas)
+
+    value_and_grad = jax.jit(jax.value_and_grad(objective))
+    runs = [minimize(value_and_grad, np.asarray(ravel_pytree(p)[0]), data, max_iter, grad_tol)
+            for p in starts]
+    ok = [r.grad_norm <= grad_tol for r in runs]
+    best = min(range(len(runs)), key=lambda k: (not ok[k], runs[k].fun))
+    res = runs[best]
+    return Fit(unravel(jnp.asarray(res.x)), float(res.fun), int(res.nit), float(res.grad_norm),
+               ok[best], str(res.message), np.array([r.fun for r in runs]),
+               time.perf_counter() - start)

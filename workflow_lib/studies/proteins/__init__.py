@@ -1,0 +1,1 @@
+"""The protein study: factored attention, plmDCA and vanilla transformers on protein families."""

@@ -1,0 +1,117 @@
+"""Figures of the protein contact-prediction study, one function per panel; each returns a
+matplotlib Figure (no pyplot state) drawn from the study's tidy tables.
+
+Contact precision follows ``workflow_lib.proteins.contacts``: pairs at least the minimal sequence
+separation apart, ranked by APC-corrected score (Ekeberg et al. 2013; Dunn et al. 2008).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+
+TRUE_CONTACT_COLOUR = "0.75"
+TRUE_POSITIVE_COLOUR = "C0"
+FALSE_POSITIVE_COLOUR = "C3"
+PANEL_SIZE = 2.8  # inches per contact-map panel
+
+
+def _models(df: pd.DataFrame) -> list[str]:
+    """The models in order of first appearance (the same colour in every panel)."""
+    return list(dict.fromkeys(df["model"]))
+
+
+def precision_vs_rank(curves: pd.DataFrame) -> Figure:
+    """Contact precision of the top-ranked pairs vs rank / L, one panel per family, one line per
+    model: the mean over realisations, with a shaded band of ± one s.e.m. where there are several.
+
+    ``curves`` has columns family, model, realisation, rank, precision and L.
+    """
+    families = list(dict.fromkeys(curves["family"]))
+    models = _models(curves)
+    colours = {m: f"C{k % 10}" for k, m in enumerate(models)}
+    fig = Figure(figsize=(3.6 * len(families), 3.2), layout="constrained")
+    axes = np.atleast_1d(fig.subplots(1, len(families), sharey=True, squeeze=False)[0])
+    for ax, family in zip(axes, families, strict=True):
+        fam = curves[curves["family"] == family]
+        L = int(fam["L"].iloc[0])
+        for model in models:
+            df = fam[fam["model"] == model]
+            if df.empty:
+                continue
+            g = df.groupby("rank")["precision"]
+            mean, sem, n = g.mean(), g.sem(), g.count()
+            x = mean.index.to_numpy() / L
+            n_real = df["realisation"].nunique()
+            label = model if n_real == 1 else f"{model} (n = {n_real})"
+            ax.plot(x, mean.to_numpy(), color=colours[model], lw=1.3, label=label)
+            band = (n > 1).to_numpy()
+            if band.any():
+                lo = (mean - sem).to_numpy()
+                hi = (mean + sem).to_numpy()
+                ax.fill_between(x, lo, hi, where=band, color=colours[model], alpha=0.2, lw=0)
+        ax.set_xscale("log")
+        ax.set_ylim(0, 1.02)
+        ax.set_xlabel("rank / L")
+        ax.set_title(f"{family} (L = {L})", fontsize=9)
+        ax.grid(alpha=0.3, lw=0.5)
+    axes[0].set_ylabel("precision of the top-ranked pairs")
+    axes[0].legend(fontsize=7, frameon=False)
+    return fig
+
+
+def _marker_size(L: int) -> float:
+    """Area (points^2) of a square marker about one residue wide on a contact-map panel."""
+    side = 0.85 * PANEL_SIZE * 72 / max(L, 1)
+    return max(side, 1.5) ** 2
+
+
+def contact_maps(pairs: pd.DataFrame) -> Figure:
+    """Contact maps, one row per family and one panel per model: the true contacts (grey) in the
+    lower triangle and the model's top-L pairs in the upper triangle, true positives in blue and
+    false positives in red; each panel's title gives the model's top-L precision.
+
+    ``pairs`` has columns family, model, i, j, score, contact (bool, a true contact) and L, one row
+    per evaluated pair ``i < j`` of each model; the true contacts are the pairs marked as contacts
+    for any model of the family.
+    """
+    families = list(dict.fromkeys(pairs["family"]))
+    models = _models(pairs)
+    fig = Figure(figsize=(PANEL_SIZE * len(models), (PANEL_SIZE + 0.5) * len(families) + 0.6),
+                 layout="constrained")
+    axes = fig.subplots(len(families), len(models), squeeze=False)
+    for row, family in enumerate(families):
+        fam = pairs[pairs["family"] == family]
+        L = int(fam["L"].iloc[0])
+        true = fam[fam["contact"].astype(bool)][["i", "j"]].drop_duplicates()
+        size = _marker_size(L)
+        for col, model in enumerate(models):
+            ax = axes[row, col]
+            ax.scatter(true["i"], true["j"], s=size, marker="s", color=TRUE_CONTACT_COLOUR,
+                       lw=0)
+            top = fam[fam["model"] == model].sort_values(["score", "i", "j"],
+                                                         ascending=[False, True, True],
+                                                         kind="stable").head(L)
+            hit = top["contact"].astype(bool).to_numpy()
+            for mask, colour in ((hit, TRUE_POSITIVE_COLOUR), (~hit, FALSE_POSITIVE_COLOUR)):
+                ax.scatter(top["j"][mask], top["i"][mask], s=size, marker="s", color=colour,
+                           lw=0)
+            ax.plot([-0.5, L - 0.5], [-0.5, L - 0.5], color="k", lw=0.5)
+            ax.set_xlim(-0.5, L - 0.5)
+            ax.set_ylim(L - 0.5, -0.5)  # residue 0 top left, as an image
+            ax.set_aspect("equal")
+            ax.tick_params(labelsize=6)
+            precision = f"{hit.mean():.2f}" if len(hit) else "n/a"
+            ax.set_title(f"{family}: {model}\ntop-L precision {precision}", fontsize=8)
+            if row == len(families) - 1:
+                ax.set_xlabel("residue", fontsize=7)
+            if col == 0:
+                ax.set_ylabel("residue", fontsize=7)
+    handles = [Line2D([], [], marker="s", ls="", color=c, label=lab) for c, lab in (
+        (TRUE_CONTACT_COLOUR, "true contact (lower)"),
+        (TRUE_POSITIVE_COLOUR, "top-L pair, true positive (upper)"),
+        (FALSE_POSITIVE_COLOUR, "top-L pair, false positive (upper)"))]
+    fig.legend(handles=handles, loc="outside lower center", ncol=3, fontsize=7, frameon=False)
+    return fig

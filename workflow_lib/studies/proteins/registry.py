@@ -1,0 +1,69 @@
+"""The protein study's rules, tables and panels: each family's alignment prepared once (gap
+filter, sequence weights, held-out splits), every model fitted per family and realisation, the
+tables, the figures and the claims table of the protein claim that motivates the Potts paper
+(Bhattacharya et al. 2020)."""
+
+from __future__ import annotations
+
+from workflow_lib.registry import Panel, Rule, Study, constant, no_params, panel_params
+
+STAGES = "workflow_lib.studies.proteins"
+DATA_KEYS = ("max_gap_column", "max_gap_sequence", "identity", "held_out", "realisations")
+FIT_KEYS = ("fields", "lambdas", "restarts", "max_iter", "grad_tol", "transformer")
+
+
+def family(cfg, name: str) -> dict:
+    """The ``proteins.families`` entry called ``name``."""
+    for each in cfg["proteins"]["families"]:
+        if each["name"] == name:
+            return each
+    raise KeyError(f"proteins.families has no family {name!r}")
+
+
+def _data_params(cfg, wc) -> dict:
+    p = cfg["proteins"]
+    return {"seed": cfg["seed"], "family": wc["family"], **{k: p[k] for k in DATA_KEYS}}
+
+
+def _fit_params(cfg, wc) -> dict:
+    p = cfg["proteins"]
+    return {"seed": cfg["seed"], "family": wc["family"], "realisation": int(wc["r"]),
+            "model": wc["model"], "proteins": {k: p[k] for k in FIT_KEYS}}
+
+
+def _evaluation_params(cfg, wc) -> dict:
+    return {"contacts": cfg["proteins"]["contacts"]}
+
+
+STUDY = Study(
+    name="proteins",
+    title="Protein families",
+    paper="Bhattacharya, Thomas, Rao, Dauparas, Koo, Baker, Song & Ovchinnikov, Single layers of "
+          "attention suffice to predict protein contacts, bioRxiv 2020; Rende, Gerace, Laio & "
+          "Goldt, Phys. Rev. Research 6, 023057 (2024)",
+    rules=(
+        Rule("protein_data", f"{STAGES}.stages:protein_data", _data_params, constant(20),
+             constant(4000)),
+        Rule("protein_fit", f"{STAGES}.stages:protein_fit", _fit_params, constant(120),
+             constant(6000), threaded=True, gpu=True),
+        Rule("protein_tables", f"{STAGES}.stages_results:protein_tables", _evaluation_params,
+             constant(10), constant(2000), local=True),
+        Rule("protein_claims", f"{STAGES}.stages_results:protein_claims", no_params,
+             constant(10), constant(2000), local=True),
+        Rule("protein_figure", f"{STAGES}.stages_results:protein_figure", panel_params,
+             constant(10), constant(2000), local=True),
+    ),
+    tables=("models", "curves", "pairs", "families"),
+    claims="proteins/tables/claims.csv",
+    panels=(
+        Panel("protein_precision", ("curves",),
+              "Protein families: precision of the top-ranked residue pairs (|i - j| >= "
+              "proteins.contacts.min_separation, distance below proteins.contacts.threshold) "
+              "against their rank divided by L, per model (mean over held-out splits, band: "
+              "s.e.m.)."),
+        Panel("protein_contacts", ("pairs",),
+              "Protein families: true contacts (grey, lower triangle) and each model's top-L "
+              "predicted pairs (upper triangle: true positives and false positives), first "
+              "held-out split."),
+    ),
+)

@@ -1,0 +1,119 @@
+"""Stages of the protein study: ``protein_data`` (an alignment read, gap-filtered, weighted and
+split into held-out sets) and ``protein_fit`` (one model on one split). The science is in
+``workflow_lib.proteins``."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import zlib
+from pathlib import Path
+
+import jax
+import numpy as np
+
+from workflow_lib.artefacts import read_artefact, write_artefact
+from workflow_lib.keys import stage_key
+from workflow_lib.proteins.alignment import (
+    ALPHABET,
+    filter_gaps,
+    read_alignment,
+    read_distances,
+    split_held_out,
+)
+from workflow_lib.proteins.fitting import fit_model
+from workflow_lib.proteins.weights import sequence_weights
+from workflow_lib.registry import Job, StageError
+
+log = logging.getLogger("workflow_lib.proteins")
+PROTEIN_DATA = "protein-data/1"
+PROTEIN_FIT = "protein-fit/1"
+
+
+def split_seed(seed: int, realisation: int) -> int:
+    """The integer seed of realisation ``realisation``'s held-out split."""
+    key = stage_key(seed, "protein_split", realisation)
+    return int(jax.random.randint(key, (), 0, 2**31 - 1))
+
+
+def protein_data(job: Job) -> None:
+    """Read the family's alignment, drop gappy columns and sequences, weigh the sequences and
+    draw ``realisations`` held-out splits.
+
+    Datasets: ``seqs: (M, L)`` int8 in ``ALPHABET`` order; ``weights: (M,)``; ``rows: (M,)``
+    (0-based records kept), ``columns: (L,)`` (1-based alignment columns kept: the residue
+    numbering of every table); ``test: (R, M)`` bool, the held-out rows of each realisation;
+    ``distances: (L, L)`` in Å (NaN: unknown) when the family has a distance file. Verified:
+    weights in (0, 1], every split with training and held-out rows.
+    """
+    p = job.params
+    path = Path(job.input["alignment"])
+    aln = read_alignment(path)
+    seqs, rows, columns = filter_gaps(aln.seqs, p["max_gap_sequence"], p["max_gap_column"])
+    M, L = seqs.shape
+    weights = sequence_weights(seqs, p["identity"])
+    test = np.zeros((p["realisations"], M), bool)
+    for r in range(p["realisations"]):
+        test[r, split_held_out(M, p["held_out"], split_seed(p["seed"], r))[1]] = True
+    if not (np.all(weights > 0) and np.all(weights <= 1)):
+        raise StageError(f"{path}: sequence weights outside (0, 1]")
+    if test.all(axis=1).any() or (~test).all(axis=1).any():
+        raise StageError(f"{path}: {M} sequences cannot be split into training and held-out "
+                         f"sets at proteins.held_out = {p['held_out']}")
+    data = {"seqs": seqs.astype(np.int8), "weights": weights, "rows": rows,
+            "columns": columns + 1, "test": test}
+    known = float("nan")
+    if "distances" in job.input:
+        distances = read_distances(job.input["distances"], aln.seqs.shape[1])
+        data["distances"] = distances[np.ix_(columns, columns)]
+        upper = data["distances"][np.triu_indices(L, 1)]
+        known = float(np.mean(np.isfinite(upper)))
+        if known < 0.5:
+            log.warning("%s: only %.0f %% of the residue pairs have a distance; check that the "
+                        "file numbers the alignment's columns", job.input["distances"], 100 * known)
+    m_eff = float(np.sum(weights))
+    log.info("%s: %d x %d of %d x %d after the gap filter; M_eff %.1f at identity %.2f; "
+             "held out %d per split", p["family"], M, L, *aln.seqs.shape, m_eff, p["identity"],
+             int(test[0].sum()))  # fmt: skip
+    write_artefact(
+        job.output["data"], PROTEIN_DATA, data, p,
+        seeds={"seed": p["seed"], **{f"split_r{r}": split_seed(p["seed"], r)
+                                     for r in range(p["realisations"])}},
+        attrs={"family": p["family"], "alphabet": ALPHABET, "M_raw": aln.seqs.shape[0],
+               "L_raw": aln.seqs.shape[1], "M": M, "L": L, "M_eff": m_eff,
+               "distances_known": known, "alignment": str(path),
+               "alignment_sha256": hashlib.sha256(path.read_bytes()).hexdigest()},
+    )
+
+
+def protein_fit(job: Job) -> None:
+    """Fit one model on one held-out split (``fitting.fit_model``).
+
+    Datasets: ``scores: (L, L)`` contact scores; ``test_losses: (M_test,)`` nats per site of the
+    held-out sequences; ``params/*`` (``J`` in float32). Attrs: ``heldout_loss`` (the weighted
+    mean of ``test_losses``), ``train_loss`` and the fit's figures. Verified: finite symmetric
+    scores and a finite held-out loss.
+    """
+    p, model, r = job.params, job.params["model"], job.params["realisation"]
+    art = read_artefact(job.input["data"], PROTEIN_DATA, required=("seqs", "weights", "test"))
+    if r >= art["test"].shape[0]:
+        raise StageError(f"{job.input['data']}: has {art['test'].shape[0]} splits, not r{r}")
+    seqs, weights, test = art["seqs"].astype(np.int32), art["weights"], art["test"][r]
+    key = jax.random.fold_in(stage_key(p["seed"], "protein_fit", r), zlib.crc32(model.encode()))
+    res = fit_model(model, p["proteins"], seqs, weights, test, key)
+    heldout = float(np.sum(weights[test] * res.test_losses) / np.sum(weights[test]))
+    if not (np.all(np.isfinite(res.scores)) and np.allclose(res.scores, res.scores.T)
+            and np.isfinite(heldout)):
+        raise StageError(f"{p['family']} r{r} {model}: non-finite or asymmetric contact scores, "
+                         "or a non-finite held-out loss")
+    log.info("%s r%d %s: held-out loss %.4f, training loss %.4f nats per site (%.0f s)",
+             p["family"], r, model, heldout, res.train_loss, res.metrics["seconds"])
+    params = {f"params/{k}": (v.astype(np.float32) if k == "J" else v)
+              for k, v in res.params.items()}
+    write_artefact(
+        job.output["fit"], PROTEIN_FIT,
+        {"scores": res.scores, "test_losses": res.test_losses, **params}, p,
+        seeds={"seed": p["seed"], "realisation": r, "model_tag": zlib.crc32(model.encode())},
+        attrs={"family": p["family"], "model": model, "realisation": r, "heldout_loss": heldout,
+               "train_loss": res.train_loss, **res.metrics},
+    )
