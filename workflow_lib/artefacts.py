@@ -46,6 +46,8 @@ OMNIGLOT_FEATURES = "omniglot-features/1"
 OMNIGLOT_THEORY = "omniglot-theory/1"
 OMNIGLOT_SAMPLES = "omniglot-samples/1"
 OMNIGLOT_PRUNING = "omniglot-pruning/1"
+PROTEIN_DATA = "protein-data/1"
+PROTEIN_FIT = "protein-fit/1"
 
 
 class ArtefactError(RuntimeError):

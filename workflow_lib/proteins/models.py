@@ -25,8 +25,10 @@ through its heads or its couplings, whichever costs less (``site_logits``).
 
 from __future__ import annotations
 
+import logging
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import jax
@@ -41,6 +43,7 @@ from workflow_lib.proteins.alignment import Q
 
 Array = jax.Array
 Params = dict[str, Array]
+log = logging.getLogger("workflow_lib.proteins")
 KINDS = ("factored", "plmdca")
 
 
@@ -138,6 +141,28 @@ def penalty(model: CouplingModel, params: Params, lambdas: dict[str, float]) -> 
     return total / model.L
 
 
+def _with_progress(value_and_grad: Callable, model: CouplingModel, max_iter: int,
+                   every: float = 30.0) -> Callable:  # fmt: skip
+    """``value_and_grad`` that logs, at most every ``every`` seconds, the evaluations so far,
+    the objective, the rate and the time ``max_iter`` evaluations take at that rate (L-BFGS
+    mostly takes one evaluation per iteration, ``max_iter`` iterations at most per start)."""
+    state = {"calls": 0, "start": time.perf_counter(), "logged": time.perf_counter()}
+
+    def wrapped(x: Array, data: tuple[Array, Array]) -> tuple[Array, Array]:
+        out = value_and_grad(x, data)
+        state["calls"] += 1
+        now = time.perf_counter()
+        if now - state["logged"] >= every:
+            rate = state["calls"] / (now - state["start"])
+            log.info("%s (L = %d, H = %d): %d evaluations, objective %.5f, %.2f evaluations/s, "
+                     "%d evaluations in about %.0f s", model.kind, model.L, model.heads,
+                     state["calls"], float(out[0]), rate, max_iter, max_iter / rate)
+            state["logged"] = now
+        return out
+
+    return wrapped
+
+
 @dataclass
 class Fit:
     """Outcome of ``fit``: the kept ``params``, the objective at them, and L-BFGS figures of the
@@ -170,7 +195,7 @@ def fit(model: CouplingModel, seqs: np.ndarray, weights: np.ndarray, lambdas: di
         params = unravel(x)
         return weighted_loss(model, params, *data) + penalty(model, params, lambdas)
 
-    value_and_grad = jax.jit(jax.value_and_grad(objective))
+    value_and_grad = _with_progress(jax.jit(jax.value_and_grad(objective)), model, max_iter)
     runs = [minimize(value_and_grad, np.asarray(ravel_pytree(p)[0]), data, max_iter, grad_tol)
             for p in starts]
     ok = [r.grad_norm <= grad_tol for r in runs]

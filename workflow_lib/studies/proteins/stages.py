@@ -12,7 +12,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from workflow_lib.artefacts import read_artefact, write_artefact
+from workflow_lib.artefacts import PROTEIN_DATA, PROTEIN_FIT, read_artefact, write_artefact
 from workflow_lib.keys import stage_key
 from workflow_lib.proteins.alignment import (
     ALPHABET,
@@ -26,8 +26,6 @@ from workflow_lib.proteins.weights import sequence_weights
 from workflow_lib.registry import Job, StageError
 
 log = logging.getLogger("workflow_lib.proteins")
-PROTEIN_DATA = "protein-data/1"
-PROTEIN_FIT = "protein-fit/1"
 
 
 def split_seed(seed: int, realisation: int) -> int:

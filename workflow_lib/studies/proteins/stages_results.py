@@ -7,13 +7,12 @@ import logging
 
 import pandas as pd
 
-from workflow_lib.artefacts import read_artefact, write_csv
+from workflow_lib.artefacts import PROTEIN_DATA, PROTEIN_FIT, read_artefact, write_csv
 from workflow_lib.claims import log_claims
 from workflow_lib.plotting import save_figure
 from workflow_lib.registry import Job
 from workflow_lib.studies.proteins import figures, tables
 from workflow_lib.studies.proteins.claims import claims_table
-from workflow_lib.studies.proteins.stages import PROTEIN_DATA, PROTEIN_FIT
 
 log = logging.getLogger("workflow_lib.stages")
 
