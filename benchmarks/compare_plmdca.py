@@ -38,8 +38,9 @@ from workflow_lib.artefacts import load_samples
 from workflow_lib.mlm.plm import coupling_logits, fit_plm
 from workflow_lib.sequences import in_training_set
 
-# pydca's residue letters for the states 0..19 of its protein alphabet (gap: 20).
-LETTERS = "ACDEFGHIKLMNPQRSTVWY"
+# pydca's residue letters for the states 0..20 of its protein alphabet (the gap last, as in
+# ``workflow_lib.proteins.alignment.ALPHABET``).
+LETTERS = "ACDEFGHIKLMNPQRSTVWY-"
 Q = 21
 
 
@@ -55,10 +56,15 @@ def pydca_backend() -> ctypes.CDLL:
     return ctypes.CDLL(str(found[0]))
 
 
-def fit_pydca(seqs: np.ndarray, lambda_h: float, lambda_j: float, max_iter: int
+def fit_pydca(seqs: np.ndarray, lambda_h: float, lambda_j: float, max_iter: int,
+              seqid: float | None = None, threads: int = 1
               ) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
-    """pydca's plmDCA on ``seqs: (M, L)`` (colours < 20): ``(h (L, Q), J (L, L, Q, Q))``, J
-    symmetric (``J[j, i] = J[i, j].T``) with a zero diagonal."""
+    """pydca's plmDCA on ``seqs: (M, L)`` (codes < 21, the gap 20): ``(h (L, Q), J (L, L, Q,
+    Q))``, J symmetric (``J[j, i] = J[i, j].T``) with a zero diagonal.
+
+    pydca keeps the distinct sequences only and weighs each by ``1 / #{distinct n : identity >
+    seqid}`` (strictly above, itself included); ``seqid=None`` puts the threshold above every
+    distinct pair's identity, so that every weight is one. ``threads``: its OpenMP threads."""
     L = seqs.shape[1]
     n_params = L * Q + L * (L - 1) // 2 * Q * Q
     fn = pydca_backend().plmdcaBackend
@@ -71,10 +77,11 @@ def fit_pydca(seqs: np.ndarray, lambda_h: float, lambda_j: float, max_iter: int
         fasta.write_text(
             "".join(f">s{n}\n{''.join(LETTERS[c] for c in s)}\n" for n, s in enumerate(seqs))
         )
-        seqid = 1 - 0.5 / L  # above every distinct pair's identity: all weights one
+        if seqid is None:
+            seqid = 1 - 0.5 / L  # above every distinct pair's identity: all weights one
         flat = np.array(
             fn(
-                1, Q, str(fasta).encode(), L, seqid, lambda_h, lambda_j, max_iter, 1, False
+                1, Q, str(fasta).encode(), L, seqid, lambda_h, lambda_j, max_iter, threads, False
             ).contents,
             dtype=np.float64,
         )

@@ -22,7 +22,7 @@ PF00014 = ROOT / "data" / "proteins" / "PF00014"
 
 def test_tiny_run_prepares_fits_and_judges_the_shipped_family(tiny_run):
     results = tiny_run / "results"
-    data = read_artefact(results / "proteins" / "PF00014" / "data.h5", PROTEIN_DATA)
+    data = read_artefact(results / "proteins" / "PF00014_2000" / "data.h5", PROTEIN_DATA)
     M = int(data.attrs["M"])
     assert data["seqs"].shape == (M, 53) and data["test"].shape == (2, M)
     assert 0 < data.attrs["M_eff"] <= M and np.all(data["weights"] <= 1)
@@ -32,7 +32,7 @@ def test_tiny_run_prepares_fits_and_judges_the_shipped_family(tiny_run):
     assert set(models["model"]) == {"factored-H2", "factored_softmax-H2", "plmdca", "vanilla1",
                                     "vanilla3"}
     assert len(models) == 10 and models[["heldout_loss", "P@L"]].notna().all().all()
-    fit = read_artefact(results / "proteins" / "PF00014" / "r1" / "plmdca.h5", PROTEIN_FIT)
+    fit = read_artefact(results / "proteins" / "PF00014_2000" / "r1" / "plmdca.h5", PROTEIN_FIT)
     assert fit["params/J"].shape == (53, 53, 21, 21) and fit.attrs["realisation"] == 1
     claims = pd.read_csv(results / STUDY.claims)
     assert claims["verdict"].isin(VERDICTS).all()

@@ -5,7 +5,8 @@ Model names (``model_names``): ``factored-H<h>`` (signed attention) and ``factor
 (row-softmax attention) for every ``h`` of ``proteins.heads``, ``plmdca``, ``vanilla1``,
 ``vanilla3``. Scores: APC-corrected Frobenius norms of the couplings (``contacts.contact_scores``)
 for the coupling models, the APC-corrected symmetrised attention map of the masked token
-(``contacts.attention_scores``) for the transformers.
+(``contacts.attention_scores``) over ``TRANSFORMER_EVAL_SEQUENCES`` training sequences for the
+transformers.
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ from workflow_lib.proteins.transformer import evaluate_transformer, train_transf
 
 log = logging.getLogger("workflow_lib.proteins")
 TRANSFORMERS = ("vanilla1", "vanilla3")
+# A transformer's attention map and training loss average the first this many training
+# sequences: every site masked in turn costs L passes per sequence.
+TRANSFORMER_EVAL_SEQUENCES = 512
 
 
 def model_names(cfg: dict) -> list[str]:
@@ -73,10 +77,11 @@ def fit_model(name: str, cfg: dict, seqs: np.ndarray, weights: np.ndarray, test:
         spec, params, losses = train_transformer(name, cfg["transformer"], train_seqs, train_w,
                                                  key)  # fmt: skip
         test_losses, _ = evaluate_transformer(spec, params, test_seqs)
-        train_losses, att = evaluate_transformer(spec, params, train_seqs)
+        n = min(len(train_seqs), TRANSFORMER_EVAL_SEQUENCES)
+        train_losses, att = evaluate_transformer(spec, params, train_seqs[:n])
         return ModelResult(
             contacts.attention_scores(att), test_losses,
-            float(np.sum(train_w * train_losses) / np.sum(train_w)),
+            float(np.sum(train_w[:n] * train_losses) / np.sum(train_w[:n])),
             flatten_params(params) | {"attention_map": att},
             {"steps": int(cfg["transformer"]["steps"]), "final_step_loss": float(losses[-1]),
              "converged": True, "seconds": time.perf_counter() - start,

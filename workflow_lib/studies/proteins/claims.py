@@ -19,8 +19,9 @@ SOURCE = "Bhattacharya et al. 2020"
 PRECISION_TOLERANCE = 0.05  # "as well as": P@L at most 5 points below
 LOSS_TOLERANCE = 0.02  # "as well as": held-out loss at most 0.02 nats per site above
 REFERENCE_TOLERANCE = 0.1
-# plmDCA's P@L (|i - j| >= 6, 8 Å) read from AttentionDCA's result files: a sanity range, not a
-# claim of the papers (docs/proteins.md).
+# plmDCA's P@L (|i - j| >= 6, 8 Å) on the full Pfam alignments, read from AttentionDCA's result
+# files: a sanity range for a family of that name, not a claim of the papers (docs/proteins.md).
+# The quick preset's PF00014_2000, a subsample, has no entry.
 PLMDCA_REFERENCE = {"PF00014": 1.00, "PF13354": 0.97, "PF00677": 0.91, "PF00684": 0.74}
 
 

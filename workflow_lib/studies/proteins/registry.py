@@ -44,8 +44,9 @@ STUDY = Study(
     rules=(
         Rule("protein_data", f"{STAGES}.stages:protein_data", _data_params, constant(20),
              constant(4000)),
-        Rule("protein_fit", f"{STAGES}.stages:protein_fit", _fit_params, constant(120),
-             constant(6000), threaded=True, gpu=True),
+        # plmDCA at L = 202: 18 M couplings, whose L-BFGS history of 20 pairs holds 6 GB
+        Rule("protein_fit", f"{STAGES}.stages:protein_fit", _fit_params, constant(180),
+             constant(16000), threaded=True, gpu=True),
         Rule("protein_tables", f"{STAGES}.stages_results:protein_tables", _evaluation_params,
              constant(10), constant(2000), local=True),
         Rule("protein_claims", f"{STAGES}.stages_results:protein_claims", no_params,
