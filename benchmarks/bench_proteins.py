@@ -7,8 +7,9 @@ the length L of the alignment grows.
 The data: the shipped PF13354 alignment gap-filtered with the ``proteins`` schema defaults, its
 first L columns, and ``M`` training sequences plus ``round(M * held_out / (1 - held_out))``
 held-out ones drawn without replacement by ``numpy.random.default_rng(0)`` (the same rows at
-every L), weighted by ``sequence_weights`` over all of them at ``proteins.identity``, as the
-workflow's ``protein_data`` stage weighs a family.
+every L), weighted by ``sequence_weights`` at ``proteins.identity`` within the training and
+within the held-out rows, as the workflow's ``protein_data`` stage weighs a split (the held-out
+rows are not filtered by identity here: they only time the evaluation).
 
 Each model runs ``fitting.fit_model`` (the work of the ``protein_fit`` stage: the fit, the
 held-out and training losses, the contact scores) in its own subprocess, with the ``proteins``
@@ -84,7 +85,9 @@ def load_data(L: int, M: int, cfg: dict) -> tuple[np.ndarray, np.ndarray, np.nda
     rows = np.random.default_rng(0).permutation(len(seqs))[: M + n_test]
     seqs = np.ascontiguousarray(seqs[rows, :L], np.int32)
     test = np.arange(M + n_test) >= M
-    return seqs, sequence_weights(seqs, cfg["identity"]), test
+    weights = np.concatenate([sequence_weights(part, cfg["identity"])
+                              for part in (seqs[:M], seqs[M:])])  # fmt: skip
+    return seqs, weights, test
 
 
 def peak_rss_mb() -> float:
@@ -148,7 +151,7 @@ def child(name: str, L: int, M: int, iterations: int, steps: int, out: Path) -> 
             models.minimize = timed_minimize(timing)
         key = jax.random.fold_in(jax.random.key(0), zlib.crc32(name.encode()))
         start = time.perf_counter()
-        res = fit_model(name, cfg, seqs, weights, test, key)
+        res = fit_model(name, cfg, (seqs[~test], weights[~test]), seqs[test], key)
         wall = time.perf_counter() - start
         if is_transformer:
             (s0, t0), (s1, t1) = timing["stamps"][0], timing["stamps"][-1]

@@ -6,11 +6,12 @@ two contact maps and wall time.
     .venv/bin/python benchmarks/compare_pydca_proteins.py --family PF00014
 
 Data as the workflow's ``protein_data`` stage makes it: the family's alignment gap-filtered with
-the ``proteins`` schema defaults, sequence weights at ``proteins.identity`` (0.8) over all the
-kept rows, and held-out split ``--realisation`` drawn by ``split_held_out`` with
-``split_seed(seed, realisation)``. The project's fit is ``fitting.fit_model("plmdca", ...)`` on
-the training rows with the schema defaults of ``proteins`` (``lambdas``, ``max_iter``,
-``grad_tol``), keyed as the ``protein_fit`` stage keys it; pydca fits the same training rows.
+the ``proteins`` schema defaults and held-out split ``--realisation`` drawn by
+``splits.held_out_split`` with ``split_seed(seed, realisation)``, the training rows weighted
+among themselves at ``proteins.identity`` (0.8). The project's fit is
+``fitting.fit_model("plmdca", ...)`` on the training rows with the schema defaults of
+``proteins`` (``lambdas``, ``max_iter``, ``grad_tol``), keyed as the ``protein_fit`` stage keys
+it; pydca fits the same training rows.
 
 The two objectives. The project minimises (asymmetric couplings ``J_ij`` and ``J_ji`` free,
 ``||J||^2`` over ``i != j``, training weights ``w_m`` with ``M_eff = sum_m w_m``)
@@ -31,9 +32,8 @@ counts a neighbour when its identity is strictly above ``seqid``, the project wh
 above ``identity``; ``seqid = (k - 0.5) / L``, with ``k`` the project's smallest number of
 matching columns, is the same 0.8 threshold. ``M'_eff`` is computed here with the project's
 ``sequence_weights`` on the distinct training rows at that threshold (pydca's weights exactly).
-The weights still differ in two ways the script reports: the project's count neighbours among
-all kept rows (held-out ones and repeats included, as the workflow computes them), pydca's among
-the distinct training rows.
+The weights still differ in one way the script reports: the project's count neighbours among
+all training rows (repeats included), pydca's among the distinct training rows.
 
 Both coupling sets are scored by ``contacts.contact_scores`` (symmetrised, zero-sum gauge over the
 21 states, Frobenius norm over the 20 amino acids, APC). Prints each fit's P@L/5, P@L/2 and P@L
@@ -43,7 +43,8 @@ project's objective on its training rows and weights at the fit's parameters (co
 value at pydca's parameters means that the project's fit stops short of its minimum;
 ``--grad-tol`` tightens its criterion), and wall time; the Pearson and Spearman correlations of
 the two score maps over the pairs at that separation; and the reference plmDCA P@L of
-``claims.PLMDCA_REFERENCE`` as a sanity range (within ``claims.REFERENCE_TOLERANCE``). Appends
+``claims.PLMDCA_REFERENCE`` as a sanity range (within ``claims.REFERENCE_TOLERANCE``) for a
+full Pfam alignment (not for the shipped PF00014 subsample). Appends
 one row to ``benchmarks/results/compare_pydca_proteins.csv``.
 """
 
@@ -69,15 +70,16 @@ from workflow_lib.proteins.alignment import (
     filter_gaps,
     read_alignment,
     read_distances,
-    split_held_out,
 )
 from workflow_lib.proteins.fitting import fit_model
+from workflow_lib.proteins.splits import held_out_split
 from workflow_lib.proteins.weights import sequence_weights
 from workflow_lib.studies.proteins.claims import PLMDCA_REFERENCE, REFERENCE_TOLERANCE
 from workflow_lib.studies.proteins.stages import split_seed
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data" / "proteins"
+SUBSAMPLED = {"PF00014"}  # shipped folders holding a subsample: no reference precision
 
 
 def family_files(family: str) -> tuple[Path, Path]:
@@ -133,10 +135,9 @@ def main() -> None:
     seqs = seqs.astype(np.int32)
     M, L = seqs.shape
     distances = read_distances(dist_path, aln.seqs.shape[1])[np.ix_(columns, columns)]
-    weights = sequence_weights(seqs, cfg["identity"])
-    test = np.zeros(M, bool)
-    test[split_held_out(M, cfg["held_out"], split_seed(args.seed, args.realisation))[1]] = True
-    train = seqs[~test]
+    split = held_out_split(seqs, cfg["held_out"], cfg["identity"],
+                           split_seed(args.seed, args.realisation))
+    weights, test, train = split.weights, split.test, seqs[split.train]
 
     distinct = np.unique(train, axis=0)
     min_matches = int(np.count_nonzero(np.arange(L + 1) / L < cfg["identity"]))
@@ -146,9 +147,10 @@ def main() -> None:
     print(
         f"{args.family}: {M} x {L} after the gap filter ({aln.seqs.shape[0]} x "
         f"{aln.seqs.shape[1]} read); split r{args.realisation} (seed {args.seed}): "
-        f"{len(train)} training, {int(test.sum())} held out\n"
-        f"project: M_eff {np.sum(weights[~test]):.1f} over the training rows (weights from all "
-        f"{M} rows at identity >= {cfg['identity']}), lambda_h = {lam_h:g}, lambda_J = "
+        f"{len(train)} training, {int(test.sum())} held out ({split.dropped} more dropped within "
+        f"the identity of a training row)\n"
+        f"project: M_eff {np.sum(weights[split.train]):.1f} over the training rows (weights "
+        f"among them at identity >= {cfg['identity']}), lambda_h = {lam_h:g}, lambda_J = "
         f"{lam_j:g}, max_iter {cfg['max_iter']}, grad_tol {cfg['grad_tol']:g}\n"
         f"pydca: {len(distinct)} distinct training rows, M'_eff {m_eff_pd:.1f} at seqid "
         f"{seqid:.4f} (>= {min_matches} of {L} columns), lambda'_h = {pd_h:.4g}, lambda'_J = "
@@ -158,7 +160,7 @@ def main() -> None:
     r = args.realisation
     key = jax.random.fold_in(stage_key(args.seed, "protein_fit", r), zlib.crc32(b"plmdca"))
     t = time.perf_counter()
-    ours = fit_model("plmdca", cfg, seqs, weights, test, key)
+    ours = fit_model("plmdca", cfg, (train, weights[split.train]), seqs[test], key)
     t_ours = time.perf_counter() - t
     t = time.perf_counter()
     h_pd, J_pd = fit_pydca(train, pd_h, pd_j, cfg["max_iter"], seqid, args.pydca_threads)
@@ -169,13 +171,14 @@ def main() -> None:
               "pydca": {"J": jnp.asarray(J_pd), "h": jnp.asarray(h_pd)}}
     loss = {name: weighted_loss(model, p, seqs[test], weights[test])
             for name, p in params.items()}  # fmt: skip
-    obj = {name: objective(model, p, train, weights[~test], cfg["lambdas"])
+    obj = {name: objective(model, p, train, weights[split.train], cfg["lambdas"])
            for name, p in params.items()}  # fmt: skip
     scores = {"project": ours.scores, "pydca": contacts.contact_scores(J_pd)}
     ks = contacts.precision_ks(L)
-    precision = {name: contacts.precision_at(s, distances, sep, threshold, ks.values())
+    precision = {name: contacts.precision_at(s, distances, sep, threshold, ks.values(),
+                                             columns)
                  for name, s in scores.items()}  # fmt: skip
-    ref = PLMDCA_REFERENCE.get(args.family)
+    ref = None if args.family in SUBSAMPLED else PLMDCA_REFERENCE.get(args.family)
 
     print("\n| fit | P@L/5 | P@L/2 | P@L | held-out loss | project objective | iterations | "
           "wall s |\n|---|---|---|---|---|---|---|---|")
@@ -187,7 +190,7 @@ def main() -> None:
         p = precision[name]
         print(f"| {name} plmDCA | {p[ks['L/5']]:.3f} | {p[ks['L/2']]:.3f} | {p[ks['L']]:.3f} | "
               f"{loss[name]:.4f} | {obj[name]:.6f} | {rows[name]} | {wall:.1f} |")
-    i, j = np.triu_indices(L, sep)
+    i, j, _ = contacts.ranked_pairs(scores["project"], sep, columns)
     a, b = scores["project"][i, j], scores["pydca"][i, j]
     pearson = float(scipy.stats.pearsonr(a, b)[0])
     spearman = float(scipy.stats.spearmanr(a, b)[0])

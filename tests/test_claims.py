@@ -136,6 +136,9 @@ def test_exact_values_keep_their_n_and_a_bonferroni_interval_is_wider():
     assert c.exact(1.2).n == 1 and c.above(c.exact(1.2), 1.0) == c.HOLDS
     once, picked = c.Measure(1.0, 0.2, 10), c.Measure(1.0, 0.2, 10, tests=100)
     assert c.above(once, 0.0) == c.HOLDS and c.above(picked, 0.0) == c.NOT_RESOLVED
+    negative = c.Measure(-1.0, 0.2, 10, tests=100)  # below() keeps the widening
+    assert c.below(c.Measure(-1.0, 0.2, 10), 0.0) == c.HOLDS
+    assert c.below(negative, 0.0) == c.NOT_RESOLVED
 
 
 def test_hmm_claims():

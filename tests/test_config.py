@@ -13,7 +13,8 @@ def test_defaults_are_filled():
     assert cfg["sampling"]["protocol"] == "single_chain"
 
 
-@pytest.mark.parametrize("path", ["config.yaml", "config/paper.yaml"])
+@pytest.mark.parametrize("path", ["config.yaml", "config/paper.yaml",
+                                  "config/proteins_pf13354.yaml"])
 def test_presets_are_valid(path):
     read_config_file(ROOT / path)
 
@@ -31,6 +32,12 @@ def test_presets_are_valid(path):
         ({"potts": {"Lx": 3}}, "unknown key potts.Lx; allowed keys here: C, L, U, beta"),
         ({"sead": 1}, "unknown key sead"),
         ({"beta_tuning": {"beta_min": 2.0, "beta_max": 1.0}}, "beta_tuning.beta_min = 2.0"),
+        ({"proteins": {"families": [{"name": "A", "alignment": "a.fa"}] * 2}},
+         "proteins.families: the name 'A' is used twice"),
+        ({"proteins": {"families": [{"name": "my fam", "alignment": "a.fa"}]}},
+         'proteins.families.0.name = "my fam": must be string'),
+        ({"proteins": {"families": [{"name": "A"}]}},
+         "proteins.families.0: missing key alignment (required: name, alignment)"),
     ],
 )
 def test_bad_values_give_one_line(bad, expected):

@@ -19,7 +19,7 @@ from workflow_lib.proteins.alignment import (
     read_distances,
     split_held_out,
 )
-from workflow_lib.proteins.weights import effective_count, sequence_weights
+from workflow_lib.proteins.weights import neighbour_counts, sequence_weights
 
 DATA = ROOT / "data" / "proteins"
 
@@ -39,7 +39,7 @@ def test_weights_by_hand():
     weights = sequence_weights(seqs, identity=0.8)
     assert weights.dtype == np.float64 and weights.shape == (4,)
     np.testing.assert_allclose(weights, [1 / 2, 1 / 3, 1 / 3, 1 / 2])
-    assert effective_count(weights) == pytest.approx(5 / 3)
+    assert weights.sum() == pytest.approx(5 / 3)
     # at identity 1 only identical sequences count
     np.testing.assert_array_equal(sequence_weights(seqs, identity=1.0), np.ones(4))
 
@@ -52,6 +52,17 @@ def test_blocked_weights_match_one_block_and_brute_force():
     np.testing.assert_array_equal(blocked, sequence_weights(seqs, identity=0.6, block=64))
     np.testing.assert_array_equal(blocked, expected)
     assert blocked.min() < 1  # the test has neighbours to count
+
+
+def test_neighbour_counts_between_two_sets_by_hand():
+    queries = np.array([[0, 1, 2, 3, 4], [5, 5, 5, 5, 5]], np.int8)
+    references = np.array([[0, 1, 2, 3, 0],    # 4 of 5 columns equal to query 0
+                           [0, 1, 2, 0, 0],    # 3 of 5
+                           [5, 5, 5, 5, 5]], np.int8)  # equal to query 1
+    np.testing.assert_array_equal(neighbour_counts(queries, references, 0.8), [1, 1])
+    np.testing.assert_array_equal(neighbour_counts(queries, references, 0.6), [2, 1])
+    with pytest.raises(ValueError, match="lengths 5 and 4 differ"):
+        neighbour_counts(queries, references[:, :4])
 
 
 def write(tmp_path: Path, name: str, text: str) -> Path:

@@ -187,14 +187,40 @@ def test_figures_draw(tmp_path):
     assert (tmp_path / "precision.png").stat().st_size > 0
 
     rng = np.random.default_rng(5)
-    rows = []
-    for family, L in (("PF00001", 20), ("PF00002", 12)):
+    tables = []
+    for family, L, known in (("PF00001", 20, True), ("PF00002", 12, True), ("MINE", 15, False)):
         i, j = np.triu_indices(L, k=3)
-        contact = rng.random(len(i)) < 0.2
+        distance = rng.uniform(3, 20, len(i)) if known else np.full(len(i), np.nan)
+        contact = distance < 8  # False where unknown
         for model in ("plmDCA", "factored attention"):
             score = rng.normal(size=len(i)) + 2 * contact
-            rows += [dict(family=family, model=model, i=a, j=b, score=s, contact=c, L=L)
-                     for a, b, s, c in zip(i, j, score, contact, strict=True)]
-    fig = figures.contact_maps(pd.DataFrame(rows))
+            order = np.argsort(-score, kind="stable")
+            tables.append(pd.DataFrame({
+                "family": family, "model": model, "i": i[order] + 1, "j": j[order] + 1,
+                "score": score[order], "rank": np.arange(1, len(i) + 1),
+                "distance": distance[order], "contact": contact[order], "L": L}))
+    pairs = pd.concat(tables, ignore_index=True)
+    fig = figures.contact_maps(pairs)
     fig.savefig(tmp_path / "maps.png", dpi=80)
     assert (tmp_path / "maps.png").stat().st_size > 0
+    # a table read back from CSV: the family without distances has empty cells
+    pairs.to_csv(tmp_path / "pairs.csv", index=False)
+    figures.contact_maps(pd.read_csv(tmp_path / "pairs.csv")).savefig(tmp_path / "maps2.png")
+    empty = pd.DataFrame(columns=["family", "model", "realisation", "L", "rank", "precision"])
+    figures.precision_vs_rank(empty).savefig(tmp_path / "none.png", dpi=80)
+
+
+def test_separation_counts_alignment_columns_when_columns_were_dropped():
+    """After a gap filter keeps columns 1, 2, 3, 10, 11, rows 2 and 3 (columns 3 and 10) are 7
+    columns apart: a pair at separation 6, although adjacent in the filtered matrix."""
+    scores = np.zeros((5, 5))
+    scores[2, 3] = scores[3, 2] = 1.0
+    columns = np.array([1, 2, 3, 10, 11])
+    i, j, _ = contacts.ranked_pairs(scores, 6, columns)
+    assert (int(i[0]), int(j[0])) == (2, 3)
+    assert len(i) == 6  # each of columns 1-3 with each of 10-11
+    assert len(contacts.ranked_pairs(scores, 6)[0]) == 0  # without columns: 5 rows, none 6 apart
+    distances = np.full((5, 5), 20.0)
+    distances[2, 3] = distances[3, 2] = 5.0
+    assert contacts.precision_at(scores, distances, 6, 8.0, [1], columns) == {1: 1.0}
+    assert contacts.contact_map(distances, 8.0, 6, columns)[2, 3]

@@ -12,6 +12,8 @@ from workflow_lib.mlm.plm import coupling_logits
 from workflow_lib.proteins import models
 from workflow_lib.proteins.alignment import Q
 from workflow_lib.proteins.fitting import coupling_model, fit_model, model_names
+from workflow_lib.proteins.splits import held_out_split
+from workflow_lib.proteins.weights import sequence_weights
 
 LAMBDAS = {"fields": 0.01, "couplings": 0.01, "factored": 0.001}
 
@@ -119,7 +121,24 @@ def test_transformer_learns_a_copied_site():
     cfg = {"models": ["vanilla1"], "transformer": {"model_dim": 16, "mask_token": "channel",
                                                    "steps": 400, "batch_size": 64,
                                                    "learning_rate": 0.01}}
-    res = fit_model("vanilla1", cfg, seqs, np.ones(400), test, jax.random.key(0))
+    res = fit_model("vanilla1", cfg, (seqs[~test], np.ones(320)), seqs[test], jax.random.key(0))
     assert res.test_losses.shape == (80,) and res.scores.shape == (6, 6)
     assert res.train_loss < np.log(4)  # chance over the 4 used states: log 4 nats per site
     np.testing.assert_allclose(res.scores, res.scores.T)
+
+
+def test_held_out_split_drops_near_copies_and_weighs_each_part():
+    """A held-out sequence identical to a training one is dropped from the held-out set; the
+    weights are computed within the training and within the held-out rows."""
+    rng = np.random.default_rng(7)
+    seqs = rng.integers(0, Q, (40, 10)).astype(np.int32)
+    seqs[1::2] = seqs[::2]  # 20 pairs of identical sequences
+    split = held_out_split(seqs, 0.25, 0.8, seed=3)
+    assert not (split.train & split.test).any() and split.test.any()
+    for m in np.flatnonzero(split.test):  # no kept held-out row has a copy in training
+        assert not (seqs[split.train] == seqs[m]).all(axis=1).any()
+    held = ~split.train
+    assert split.dropped == held.sum() - split.test.sum() > 0
+    np.testing.assert_allclose(split.weights[split.train],
+                               sequence_weights(seqs[split.train], 0.8))
+    np.testing.assert_array_equal(split.weights[~(split.train | split.test)], 0.0)

@@ -83,7 +83,7 @@ def above(m: Measure, bound: float) -> str:
 
 def below(m: Measure, bound: float) -> str:
     """Verdict on ``value < bound``."""
-    return above(Measure(-m.value, m.error, m.n), -bound)
+    return above(Measure(-m.value, m.error, m.n, m.tests), -bound)
 
 
 def within(m: Measure, tolerance: float) -> str:

@@ -89,6 +89,9 @@ def _describe(error: jsonschema.ValidationError) -> str:
         return (f"unknown key {', '.join(where + u for u in unknown)}; "
                 f"allowed keys here: {', '.join(allowed)}")
     value = json.dumps(error.instance) if not isinstance(error.instance, dict) else "{...}"
+    if error.validator == "required":
+        missing = ", ".join(sorted(set(error.validator_value) - set(error.instance)))
+        return f"{key}: missing key {missing} (required: {', '.join(error.validator_value)})"
     if error.validator == "uniqueItems":
         return f"{key} = {value}: items must be unique"
     return f"{key} = {value}: must be {_allowed(error.schema)}"
@@ -107,6 +110,11 @@ def _check_relations(cfg: dict) -> None:
             f"sample_complexity.M goes up to {largest} but sampling.n_train = {n_train}: "
             "the sweep uses the first M training sequences; raise n_train or shrink M"
         )
+    names = [family["name"] for family in cfg["proteins"]["families"]]
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise ConfigError(f"proteins.families: the name {repeated[0]!r} is used twice; each "
+                          "family needs its own name")
     rep = cfg["replica"]
     if rep["alpha_min"] >= rep["alpha_max"]:
         raise ConfigError(

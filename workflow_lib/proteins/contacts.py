@@ -8,8 +8,9 @@ The score of a pair is the plmDCA score of Ekeberg et al. (2013), Phys. Rev. E 8
 Frobenius norm of the coupling block in the zero-sum (Ising) gauge, the gauge taken over all Q
 states and the norm over the 20 amino acids, followed by the average-product correction (APC) of
 Dunn, Wahl & Gloor (2008), Bioinformatics 24, 333. Precision is the fraction of true contacts
-(C-beta distance below a threshold, residues at least ``min_separation`` apart) among the top-k
-ranked pairs; pairs whose distance is unknown (NaN) are left out of the ranking.
+(the distance file's residue distance below a threshold, residues at least ``min_separation``
+alignment columns apart) among the top-k ranked pairs; pairs whose distance is unknown (NaN)
+are left out of the ranking.
 """
 
 from __future__ import annotations
@@ -106,43 +107,52 @@ def attention_scores(att: np.ndarray) -> np.ndarray:
     return apc(0.5 * (a + a.T))
 
 
-def ranked_pairs(scores: np.ndarray,
-                 min_separation: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The pairs ``i < j`` with ``j - i >= min_separation``, by decreasing score.
+def ranked_pairs(scores: np.ndarray, min_separation: int,
+                 positions: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The pairs ``i < j`` with ``positions[j] - positions[i] >= min_separation``, by decreasing
+    score.
 
-    Scores are read from the upper triangle of ``scores`` ``(L, L)``. Returns ``(i, j, score)``,
-    three arrays of length P (the number of such pairs); ties keep the order of ``(i, j)``
-    (lexicographic), and NaN scores come last.
+    ``positions: (L,)`` increasing residue numbers of the rows of ``scores`` (default
+    ``0..L-1``; the alignment columns kept by a gap filter, so that separation counts columns of
+    the alignment). Scores are read from the upper triangle of ``scores`` ``(L, L)``. Returns
+    ``(i, j, score)``, indices into ``scores``, three arrays of length P (the number of such
+    pairs); ties keep the order of ``(i, j)`` (lexicographic), and NaN scores come last.
     """
     scores = _check_square(scores, "scores")
-    i, j = np.triu_indices(scores.shape[0], k=max(1, int(min_separation)))
+    L = scores.shape[0]
+    positions = np.arange(L) if positions is None else np.asarray(positions)
+    i, j = np.triu_indices(L, k=1)
+    far = positions[j] - positions[i] >= max(1, int(min_separation))
+    i, j = i[far], j[far]
     s = scores[i, j]
     order = np.argsort(-s, kind="stable")  # NaN sorts last
     return i[order], j[order], s[order]
 
 
 def _ranked_contacts(scores: np.ndarray, distances: np.ndarray, min_separation: int,
-                     threshold: float) -> np.ndarray:
+                     threshold: float, positions: np.ndarray | None) -> np.ndarray:
     """Whether each ranked pair with a known distance is a contact, best-scored first."""
     distances = _check_square(distances, "distances")
     if distances.shape != np.shape(scores):
         raise ValueError(f"distances {distances.shape} and scores {np.shape(scores)} differ")
-    i, j, _ = ranked_pairs(scores, min_separation)
+    i, j, _ = ranked_pairs(scores, min_separation, positions)
     d = distances[i, j]
     d = d[~np.isnan(d)]
     return d < threshold
 
 
 def precision_curve(scores: np.ndarray, distances: np.ndarray, min_separation: int,
-                    threshold: float, max_rank: int) -> np.ndarray:
+                    threshold: float, max_rank: int,
+                    positions: np.ndarray | None = None) -> np.ndarray:
     """Precision of the top-r pairs for r = 1..max_rank, shape ``(max_rank,)``.
 
-    Pairs ``i < j`` with ``j - i >= min_separation`` are ranked by ``scores`` (``ranked_pairs``);
+    Pairs at ``min_separation`` or more (``positions``: as ``ranked_pairs``) are ranked by
+    ``scores`` (``ranked_pairs``);
     those whose distance (``distances``, ``(L, L)``, Å) is NaN are skipped, and entry r - 1 is the
     fraction of the r best remaining pairs with distance below ``threshold``. Ranks beyond the
     number of pairs with a known distance are NaN.
     """
-    contact = _ranked_contacts(scores, distances, min_separation, threshold)
+    contact = _ranked_contacts(scores, distances, min_separation, threshold, positions)
     out = np.full(int(max_rank), np.nan)
     n = min(len(contact), int(max_rank))
     out[:n] = np.cumsum(contact[:n]) / np.arange(1, n + 1)
@@ -150,7 +160,8 @@ def precision_curve(scores: np.ndarray, distances: np.ndarray, min_separation: i
 
 
 def precision_at(scores: np.ndarray, distances: np.ndarray, min_separation: int,
-                 threshold: float, ks: Sequence[int]) -> dict[int, float]:
+                 threshold: float, ks: Sequence[int],
+                 positions: np.ndarray | None = None) -> dict[int, float]:
     """Precision of the top-k pairs for each k in ``ks``: ``{k: precision}``, as
     ``precision_curve(...)[k - 1]`` (NaN when fewer than k pairs have a known distance)."""
     ks = [int(k) for k in ks]
@@ -158,15 +169,17 @@ def precision_at(scores: np.ndarray, distances: np.ndarray, min_separation: int,
         raise ValueError(f"ks must be positive, got {ks}")
     if not ks:
         return {}
-    curve = precision_curve(scores, distances, min_separation, threshold, max(ks))
+    curve = precision_curve(scores, distances, min_separation, threshold, max(ks), positions)
     return {k: float(curve[k - 1]) for k in ks}
 
 
-def contact_map(distances: np.ndarray, threshold: float, min_separation: int) -> np.ndarray:
+def contact_map(distances: np.ndarray, threshold: float, min_separation: int,
+                positions: np.ndarray | None = None) -> np.ndarray:
     """The true contacts, a symmetric boolean ``(L, L)``: distance below ``threshold`` and
-    ``|i - j| >= min_separation``; unknown (NaN) distances are not contacts."""
+    separation ``|positions[i] - positions[j]| >= min_separation`` (``positions`` as
+    ``ranked_pairs``); unknown (NaN) distances are not contacts."""
     d = _check_square(distances, "distances")
-    idx = np.arange(d.shape[0])
+    idx = np.arange(d.shape[0]) if positions is None else np.asarray(positions)
     sep = np.abs(idx[:, None] - idx[None, :]) >= max(1, int(min_separation))
     with np.errstate(invalid="ignore"):
         return sep & ~np.isnan(d) & (d < threshold)

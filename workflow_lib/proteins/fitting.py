@@ -6,7 +6,7 @@ Model names (``model_names``): ``factored-H<h>`` (signed attention) and ``factor
 ``vanilla3``. Scores: APC-corrected Frobenius norms of the couplings (``contacts.contact_scores``)
 for the coupling models, the APC-corrected symmetrised attention map of the masked token
 (``contacts.attention_scores``) over ``TRANSFORMER_EVAL_SEQUENCES`` training sequences for the
-transformers.
+transformers. Losses are in nats per site, every site masked in turn.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from workflow_lib.proteins.transformer import evaluate_transformer, train_transf
 
 log = logging.getLogger("workflow_lib.proteins")
 TRANSFORMERS = ("vanilla1", "vanilla3")
-# A transformer's attention map and training loss average the first this many training
-# sequences: every site masked in turn costs L passes per sequence.
+# A transformer's attention map and training loss average this many training sequences (a seeded
+# random subset): every site masked in turn costs L passes per sequence.
 TRANSFORMER_EVAL_SEQUENCES = 512
 
 
@@ -67,27 +67,28 @@ class ModelResult:
     metrics: dict[str, float | int | bool | str]
 
 
-def fit_model(name: str, cfg: dict, seqs: np.ndarray, weights: np.ndarray, test: np.ndarray,
+def fit_model(name: str, cfg: dict, train: tuple[np.ndarray, np.ndarray], test: np.ndarray,
               key: jax.Array) -> ModelResult:  # fmt: skip
-    """Fit run ``name`` under the ``proteins`` config ``cfg`` on the training rows of
-    ``seqs: (M, L)`` (``test: (M,)`` bool marks the held-out rows) with ``weights: (M,)``."""
+    """Fit run ``name`` under the ``proteins`` config ``cfg`` on ``train = (seqs (M, L),
+    weights (M,))`` and evaluate every sequence of ``test: (M_test, L)``."""
     start = time.perf_counter()
-    train_seqs, train_w, test_seqs = seqs[~test], weights[~test], seqs[test]
+    train_seqs, train_w = train
     if name in TRANSFORMERS:
         spec, params, losses = train_transformer(name, cfg["transformer"], train_seqs, train_w,
                                                  key)  # fmt: skip
-        test_losses, _ = evaluate_transformer(spec, params, test_seqs)
+        test_losses, _ = evaluate_transformer(spec, params, test)
         n = min(len(train_seqs), TRANSFORMER_EVAL_SEQUENCES)
-        train_losses, att = evaluate_transformer(spec, params, train_seqs[:n])
+        rows = np.sort(np.random.default_rng(0).permutation(len(train_seqs))[:n])
+        train_losses, att = evaluate_transformer(spec, params, train_seqs[rows])
         return ModelResult(
             contacts.attention_scores(att), test_losses,
-            float(np.sum(train_w[:n] * train_losses) / np.sum(train_w[:n])),
+            float(models.weighted_mean(train_losses, train_w[rows])),
             flatten_params(params) | {"attention_map": att},
             {"steps": int(cfg["transformer"]["steps"]), "final_step_loss": float(losses[-1]),
              "converged": True, "seconds": time.perf_counter() - start,
              "n_params": int(sum(np.size(x) for x in jax.tree_util.tree_leaves(params)))},
         )
-    model = coupling_model(name, cfg, seqs.shape[1])
+    model = coupling_model(name, cfg, train_seqs.shape[1])
     result = models.fit(model, train_seqs, train_w, cfg["lambdas"], key, int(cfg["restarts"]),
                         int(cfg["max_iter"]), float(cfg["grad_tol"]))  # fmt: skip
     if not result.converged:
@@ -95,14 +96,14 @@ def fit_model(name: str, cfg: dict, seqs: np.ndarray, weights: np.ndarray, test:
                     result.grad_norm, cfg["grad_tol"])  # fmt: skip
     J = np.asarray(models.couplings(model, result.params), np.float64)
     losses = jax.jit(lambda p, x: models.site_losses(model, p, x))
-    train_losses = np.asarray(losses(result.params, jnp.asarray(train_seqs, jnp.int32)))
     params = flatten_params(result.params)
     if model.kind == "factored":
         params["attention"] = np.asarray(models.attention(model, result.params))
     return ModelResult(
         contacts.contact_scores(J),
-        np.asarray(losses(result.params, jnp.asarray(test_seqs, jnp.int32)), np.float64),
-        float(np.sum(train_w * train_losses) / np.sum(train_w)), params,
+        np.asarray(losses(result.params, jnp.asarray(test, jnp.int32)), np.float64),
+        float(models.weighted_loss(model, result.params, jnp.asarray(train_seqs, jnp.int32),
+                                   jnp.asarray(train_w))), params,
         {"objective": result.objective, "iterations": result.iterations,
          "grad_norm": result.grad_norm, "converged": result.converged,
          "stop_reason": result.stop_reason, "starts": len(result.objectives),

@@ -124,9 +124,14 @@ def site_losses(model: CouplingModel, params: Params, seqs: Array) -> Array:
     return -jnp.mean(jnp.take_along_axis(logp, seqs[..., None], axis=-1)[..., 0], axis=-1)
 
 
+def weighted_mean(values, weights):
+    """``sum(weights * values) / sum(weights)`` of two ``(M,)`` arrays (NumPy or JAX)."""
+    return (weights * values).sum() / weights.sum()
+
+
 def weighted_loss(model: CouplingModel, params: Params, seqs: Array, weights: Array) -> Array:
     """The weighted mean of ``site_losses`` (``weights: (M,)``, any positive scale)."""
-    return jnp.sum(weights * site_losses(model, params, seqs)) / jnp.sum(weights)
+    return weighted_mean(site_losses(model, params, seqs), weights)
 
 
 def penalty(model: CouplingModel, params: Params, lambdas: dict[str, float]) -> Array:

@@ -38,35 +38,42 @@ def _neighbour_counts(blocks_t: jax.Array, seqs_t: jax.Array, min_matches: jax.A
     return jax.lax.map(count, blocks_t)
 
 
-def sequence_weights(seqs: np.ndarray, identity: float = 0.8, block: int = 512) -> np.ndarray:
-    """``(M,)`` float64 weights ``1 / #{n : identity(m, n) >= identity}`` of ``seqs: (M, L)``.
+def neighbour_counts(queries: np.ndarray, references: np.ndarray, identity: float = 0.8,
+                     block: int = 512) -> np.ndarray:  # fmt: skip
+    """``(M_q,)`` int: for each row of ``queries: (M_q, L)``, the number of rows of
+    ``references: (M_r, L)`` at fractional identity ``identity`` or above.
 
     A pair counts when it matches in ``k`` columns with ``k / L >= identity`` in float64 (so
-    ``identity=0.8`` with ``L = 5`` counts 4 matches). Rows are padded to a multiple of
-    ``block`` and compared ``block`` at a time with all ``M`` rows (a ``(block, M)`` count array
-    in memory); the computation is compiled once per ``(M, L, block)``. Raises ``ValueError``
-    for an empty or non-2-D ``seqs``, ``identity`` outside [0, 1] or ``block < 1``.
+    ``identity=0.8`` with ``L = 5`` counts 4 matches). Queries are padded to a multiple of
+    ``block`` and compared ``block`` at a time with all references (a ``(block, M_r)`` count
+    array in memory); the computation is compiled once per shape. Raises ``ValueError`` for an
+    empty or non-2-D input, unequal lengths, ``identity`` outside [0, 1] or ``block < 1``.
     """
-    seqs = np.asarray(seqs)
-    if seqs.ndim != 2 or seqs.shape[0] == 0 or seqs.shape[1] == 0:
-        raise ValueError(f"sequence_weights: seqs has shape {seqs.shape}, expected (M, L) > 0")
+    queries, references = np.asarray(queries), np.asarray(references)
+    for name, seqs in (("queries", queries), ("references", references)):
+        if seqs.ndim != 2 or seqs.shape[0] == 0 or seqs.shape[1] == 0:
+            raise ValueError(f"neighbour_counts: {name} has shape {seqs.shape}, expected (M, L)")
+    if queries.shape[1] != references.shape[1]:
+        raise ValueError(f"neighbour_counts: lengths {queries.shape[1]} and "
+                         f"{references.shape[1]} differ")
     if not 0.0 <= identity <= 1.0:
-        raise ValueError(f"sequence_weights: identity = {identity} is outside [0, 1]")
+        raise ValueError(f"neighbour_counts: identity = {identity} is outside [0, 1]")
     if block < 1:
-        raise ValueError(f"sequence_weights: block = {block}, expected at least 1")
-    M, L = seqs.shape
+        raise ValueError(f"neighbour_counts: block = {block}, expected at least 1")
+    M, L = queries.shape
     min_matches = int(np.count_nonzero(np.arange(L + 1) / L < identity))
     n_blocks = -(-M // block)
     padded = np.full((n_blocks * block, L), -1, np.int8)
-    padded[:M] = seqs
+    padded[:M] = queries
     counts = _neighbour_counts(
         jnp.asarray(padded.reshape(n_blocks, block, L).transpose(0, 2, 1)),
-        jnp.asarray(seqs.T, jnp.int8),
+        jnp.asarray(references.T, jnp.int8),
         jnp.int32(min_matches),
     )
-    return 1.0 / np.asarray(counts, np.float64).reshape(-1)[:M]
+    return np.asarray(counts).reshape(-1)[:M]
 
 
-def effective_count(weights: np.ndarray) -> float:
-    """``M_eff``: the sum of the ``(M,)`` sequence weights."""
-    return float(np.sum(weights))
+def sequence_weights(seqs: np.ndarray, identity: float = 0.8, block: int = 512) -> np.ndarray:
+    """``(M,)`` float64 weights ``1 / #{n : identity(m, n) >= identity}`` of ``seqs: (M, L)``,
+    itself included (``neighbour_counts`` of the alignment with itself)."""
+    return 1.0 / neighbour_counts(seqs, seqs, identity, block).astype(np.float64)

@@ -15,6 +15,7 @@ from matplotlib.lines import Line2D
 TRUE_CONTACT_COLOUR = "0.75"
 TRUE_POSITIVE_COLOUR = "C0"
 FALSE_POSITIVE_COLOUR = "C3"
+UNKNOWN_COLOUR = "C7"
 PANEL_SIZE = 2.8  # inches per contact-map panel
 
 
@@ -30,6 +31,11 @@ def precision_vs_rank(curves: pd.DataFrame) -> Figure:
     ``curves`` has columns family, model, realisation, rank, precision and L.
     """
     families = list(dict.fromkeys(curves["family"]))
+    if not families:  # no family has a distance file
+        fig = Figure(figsize=(4.0, 2.0), layout="constrained")
+        fig.text(0.5, 0.5, "no family has residue distances:\nno precision to draw",
+                 ha="center", va="center")
+        return fig
     models = _models(curves)
     colours = {m: f"C{k % 10}" for k, m in enumerate(models)}
     fig = Figure(figsize=(3.6 * len(families), 3.2), layout="constrained")
@@ -85,25 +91,30 @@ def contact_maps(pairs: pd.DataFrame) -> Figure:
     for row, family in enumerate(families):
         fam = pairs[pairs["family"] == family]
         L = int(fam["L"].iloc[0])
-        true = fam[fam["contact"].astype(bool)][["i", "j"]].drop_duplicates()
+        known = fam["distance"].notna()  # a family without a distance file has none
+        contact = fam["contact"].fillna(False).astype(bool)
+        true = fam[contact][["i", "j"]].drop_duplicates()
         size = _marker_size(L)
+        edge = max(L, int(fam[["i", "j"]].to_numpy().max())) + 0.5  # 1-based alignment columns
         for col, model in enumerate(models):
             ax = axes[row, col]
             ax.scatter(true["i"], true["j"], s=size, marker="s", color=TRUE_CONTACT_COLOUR,
                        lw=0)
-            top = fam[fam["model"] == model].sort_values(["score", "i", "j"],
-                                                         ascending=[False, True, True],
-                                                         kind="stable").head(L)
-            hit = top["contact"].astype(bool).to_numpy()
-            for mask, colour in ((hit, TRUE_POSITIVE_COLOUR), (~hit, FALSE_POSITIVE_COLOUR)):
+            ranked = fam[(fam["model"] == model) & (known if known.any() else True)]
+            top = ranked.sort_values("rank", kind="stable").head(L)
+            hit = contact[top.index].to_numpy()
+            colours = ((hit, TRUE_POSITIVE_COLOUR), (~hit, FALSE_POSITIVE_COLOUR))
+            if not known.any():
+                colours = ((np.ones(len(top), bool), UNKNOWN_COLOUR),)
+            for mask, colour in colours:
                 ax.scatter(top["j"][mask], top["i"][mask], s=size, marker="s", color=colour,
                            lw=0)
-            ax.plot([-0.5, L - 0.5], [-0.5, L - 0.5], color="k", lw=0.5)
-            ax.set_xlim(-0.5, L - 0.5)
-            ax.set_ylim(L - 0.5, -0.5)  # residue 0 top left, as an image
+            ax.plot([0.5, edge], [0.5, edge], color="k", lw=0.5)
+            ax.set_xlim(0.5, edge)
+            ax.set_ylim(edge, 0.5)  # residue 1 top left, as an image
             ax.set_aspect("equal")
             ax.tick_params(labelsize=6)
-            precision = f"{hit.mean():.2f}" if len(hit) else "n/a"
+            precision = f"{hit.mean():.2f}" if known.any() and len(hit) else "n/a (no distances)"
             ax.set_title(f"{family}: {model}\ntop-L precision {precision}", fontsize=8)
             if row == len(families) - 1:
                 ax.set_xlabel("residue", fontsize=7)
@@ -112,6 +123,7 @@ def contact_maps(pairs: pd.DataFrame) -> Figure:
     handles = [Line2D([], [], marker="s", ls="", color=c, label=lab) for c, lab in (
         (TRUE_CONTACT_COLOUR, "true contact (lower)"),
         (TRUE_POSITIVE_COLOUR, "top-L pair, true positive (upper)"),
-        (FALSE_POSITIVE_COLOUR, "top-L pair, false positive (upper)"))]
+        (FALSE_POSITIVE_COLOUR, "top-L pair, false positive (upper)"),
+        (UNKNOWN_COLOUR, "top-L pair, no distances (upper)"))]
     fig.legend(handles=handles, loc="outside lower center", ncol=3, fontsize=7, frameon=False)
     return fig

@@ -12,14 +12,6 @@ DATA_KEYS = ("max_gap_column", "max_gap_sequence", "identity", "held_out", "real
 FIT_KEYS = ("fields", "lambdas", "restarts", "max_iter", "grad_tol", "transformer")
 
 
-def family(cfg, name: str) -> dict:
-    """The ``proteins.families`` entry called ``name``."""
-    for each in cfg["proteins"]["families"]:
-        if each["name"] == name:
-            return each
-    raise KeyError(f"proteins.families has no family {name!r}")
-
-
 def _data_params(cfg, wc) -> dict:
     p = cfg["proteins"]
     return {"seed": cfg["seed"], "family": wc["family"], **{k: p[k] for k in DATA_KEYS}}

@@ -3,6 +3,7 @@
 # when proteins.enabled. Params, threads, resources, captions: registry.py.
 
 import os
+import re
 
 from workflow_lib.proteins.fitting import model_names
 
@@ -27,8 +28,8 @@ def protein_inputs(wildcards):
 
 
 wildcard_constraints:
-    family="|".join(PROT_FAMILIES),
-    model="|".join(PROT_MODELS),
+    family="|".join(map(re.escape, PROT_FAMILIES)),
+    model="|".join(map(re.escape, PROT_MODELS)),
 
 
 rule proteins:

@@ -5,6 +5,7 @@ split into held-out sets) and ``protein_fit`` (one model on one split). The scie
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import zlib
 from pathlib import Path
@@ -14,14 +15,10 @@ import numpy as np
 
 from workflow_lib.artefacts import PROTEIN_DATA, PROTEIN_FIT, read_artefact, write_artefact
 from workflow_lib.keys import stage_key
-from workflow_lib.proteins.alignment import (
-    ALPHABET,
-    filter_gaps,
-    read_alignment,
-    read_distances,
-    split_held_out,
-)
+from workflow_lib.proteins.alignment import ALPHABET, filter_gaps, read_alignment, read_distances
 from workflow_lib.proteins.fitting import fit_model
+from workflow_lib.proteins.models import weighted_mean
+from workflow_lib.proteins.splits import held_out_split
 from workflow_lib.proteins.weights import sequence_weights
 from workflow_lib.registry import Job, StageError
 
@@ -36,11 +33,12 @@ def split_seed(seed: int, realisation: int) -> int:
 
 def protein_data(job: Job) -> None:
     """Read the family's alignment, drop gappy columns and sequences, weigh the sequences and
-    draw ``realisations`` held-out splits.
+    draw ``realisations`` held-out splits (``splits.held_out_split``).
 
-    Datasets: ``seqs: (M, L)`` int8 in ``ALPHABET`` order; ``weights: (M,)``; ``rows: (M,)``
-    (0-based records kept), ``columns: (L,)`` (1-based alignment columns kept: the residue
-    numbering of every table); ``test: (R, M)`` bool, the held-out rows of each realisation;
+    Datasets: ``seqs: (M, L)`` int8 in ``ALPHABET`` order; ``alignment_weights: (M,)`` (the
+    whole alignment's, whose sum is M_eff); ``rows: (M,)`` (0-based records kept),
+    ``columns: (L,)`` (1-based alignment columns kept: the residue numbering of every table);
+    per realisation ``train``, ``test: (R, M)`` bool and ``weights: (R, M)`` (within each part);
     ``distances: (L, L)`` in Å (NaN: unknown) when the family has a distance file. Verified:
     weights in (0, 1], every split with training and held-out rows.
     """
@@ -50,16 +48,20 @@ def protein_data(job: Job) -> None:
     seqs, rows, columns = filter_gaps(aln.seqs, p["max_gap_sequence"], p["max_gap_column"])
     M, L = seqs.shape
     weights = sequence_weights(seqs, p["identity"])
-    test = np.zeros((p["realisations"], M), bool)
-    for r in range(p["realisations"]):
-        test[r, split_held_out(M, p["held_out"], split_seed(p["seed"], r))[1]] = True
-    if not (np.all(weights > 0) and np.all(weights <= 1)):
+    splits = [held_out_split(seqs, p["held_out"], p["identity"], split_seed(p["seed"], r))
+              for r in range(p["realisations"])]
+    for r, s in enumerate(splits):
+        if not (s.train.any() and s.test.any()):
+            raise StageError(
+                f"{path}: split r{r} keeps no held-out sequence below identity {p['identity']} "
+                f"to every training sequence (of {M}); raise proteins.held_out or "
+                "proteins.identity")
+    parts = np.stack([s.weights for s in splits])
+    if not (np.all(weights > 0) and np.all(weights <= 1) and np.all(parts <= 1)):
         raise StageError(f"{path}: sequence weights outside (0, 1]")
-    if test.all(axis=1).any() or (~test).all(axis=1).any():
-        raise StageError(f"{path}: {M} sequences cannot be split into training and held-out "
-                         f"sets at proteins.held_out = {p['held_out']}")
-    data = {"seqs": seqs.astype(np.int8), "weights": weights, "rows": rows,
-            "columns": columns + 1, "test": test}
+    data = {"seqs": seqs.astype(np.int8), "alignment_weights": weights, "rows": rows,
+            "columns": columns + 1, "train": np.stack([s.train for s in splits]),
+            "test": np.stack([s.test for s in splits]), "weights": parts}
     known = float("nan")
     if "distances" in job.input:
         distances = read_distances(job.input["distances"], aln.seqs.shape[1])
@@ -71,14 +73,16 @@ def protein_data(job: Job) -> None:
                         "file numbers the alignment's columns", job.input["distances"], 100 * known)
     m_eff = float(np.sum(weights))
     log.info("%s: %d x %d of %d x %d after the gap filter; M_eff %.1f at identity %.2f; "
-             "held out %d per split", p["family"], M, L, *aln.seqs.shape, m_eff, p["identity"],
-             int(test[0].sum()))  # fmt: skip
+             "held out per split %s (of them dropped within the identity of a training "
+             "sequence: %s)", p["family"], M, L, *aln.seqs.shape, m_eff, p["identity"],
+             [int(s.test.sum()) for s in splits], [s.dropped for s in splits])  # fmt: skip
     write_artefact(
         job.output["data"], PROTEIN_DATA, data, p,
         seeds={"seed": p["seed"], **{f"split_r{r}": split_seed(p["seed"], r)
                                      for r in range(p["realisations"])}},
         attrs={"family": p["family"], "alphabet": ALPHABET, "M_raw": aln.seqs.shape[0],
                "L_raw": aln.seqs.shape[1], "M": M, "L": L, "M_eff": m_eff,
+               "held_out_dropped": json.dumps([s.dropped for s in splits]),
                "distances_known": known, "alignment": str(path),
                "alignment_sha256": hashlib.sha256(path.read_bytes()).hexdigest()},
     )
@@ -88,18 +92,20 @@ def protein_fit(job: Job) -> None:
     """Fit one model on one held-out split (``fitting.fit_model``).
 
     Datasets: ``scores: (L, L)`` contact scores; ``test_losses: (M_test,)`` nats per site of the
-    held-out sequences; ``params/*`` (``J`` in float32). Attrs: ``heldout_loss`` (the weighted
-    mean of ``test_losses``), ``train_loss`` and the fit's figures. Verified: finite symmetric
-    scores and a finite held-out loss.
+    held-out sequences; ``params/*`` (``J`` in float32). Attrs: ``heldout_loss`` (the mean of
+    ``test_losses`` weighted by the held-out weights), ``train_loss`` and the fit's figures.
+    Verified: finite symmetric scores and a finite held-out loss.
     """
     p, model, r = job.params, job.params["model"], job.params["realisation"]
-    art = read_artefact(job.input["data"], PROTEIN_DATA, required=("seqs", "weights", "test"))
+    art = read_artefact(job.input["data"], PROTEIN_DATA,
+                        required=("seqs", "train", "test", "weights"))
     if r >= art["test"].shape[0]:
         raise StageError(f"{job.input['data']}: has {art['test'].shape[0]} splits, not r{r}")
-    seqs, weights, test = art["seqs"].astype(np.int32), art["weights"], art["test"][r]
+    seqs, train, test, w = (art["seqs"].astype(np.int32), art["train"][r], art["test"][r],
+                            art["weights"][r])
     key = jax.random.fold_in(stage_key(p["seed"], "protein_fit", r), zlib.crc32(model.encode()))
-    res = fit_model(model, p["proteins"], seqs, weights, test, key)
-    heldout = float(np.sum(weights[test] * res.test_losses) / np.sum(weights[test]))
+    res = fit_model(model, p["proteins"], (seqs[train], w[train]), seqs[test], key)
+    heldout = weighted_mean(res.test_losses, w[test])
     if not (np.all(np.isfinite(res.scores)) and np.allclose(res.scores, res.scores.T)
             and np.isfinite(heldout)):
         raise StageError(f"{p['family']} r{r} {model}: non-finite or asymmetric contact scores, "

@@ -14,15 +14,15 @@ FIT_ATTRS = ("heldout_loss", "train_loss", "converged", "seconds", "n_params")
 
 
 def _pairs(fit: Artefact, data: Artefact, cfg: dict) -> pd.DataFrame:
-    """Every pair ``i < j`` at ``min_separation`` or more with its score and, with distances,
-    whether it is a contact; residues numbered by their alignment columns."""
-    i, j, score = contacts.ranked_pairs(fit["scores"], cfg["min_separation"])
-    out = pd.DataFrame({"i": data["columns"][i], "j": data["columns"][j], "score": score,
-                        "rank": np.arange(1, len(i) + 1)})
-    if "distances" in data.data:
-        d = data["distances"][i, j]
-        out["distance"], out["contact"] = d, np.isfinite(d) & (d < cfg["threshold"])
-    return out
+    """Every pair ``i < j`` at ``min_separation`` alignment columns or more with its score, rank,
+    distance (NaN: unknown) and whether it is a contact; residues numbered by their alignment
+    columns (1-based)."""
+    columns = data["columns"]
+    i, j, score = contacts.ranked_pairs(fit["scores"], cfg["min_separation"], columns)
+    d = data["distances"][i, j] if "distances" in data.data else np.full(len(i), np.nan)
+    return pd.DataFrame({"i": columns[i], "j": columns[j], "score": score,
+                         "rank": np.arange(1, len(i) + 1), "distance": d,
+                         "contact": np.isfinite(d) & (d < cfg["threshold"])})
 
 
 def build(data: list[Artefact], fits: list[Artefact], cfg: dict) -> dict[str, pd.DataFrame]:
@@ -44,9 +44,9 @@ def build(data: list[Artefact], fits: list[Artefact], cfg: dict) -> dict[str, pd
         if "distances" in d.data:
             args = (fit["scores"], d["distances"], cfg["min_separation"], cfg["threshold"])
             ks = contacts.precision_ks(L)
-            at = contacts.precision_at(*args, list(ks.values()))
+            at = contacts.precision_at(*args, list(ks.values()), d["columns"])
             row |= {f"P@{name}": at[k] for name, k in ks.items()}
-            curve = contacts.precision_curve(*args, 2 * L)
+            curve = contacts.precision_curve(*args, 2 * L, d["columns"])
             curves.append(pd.DataFrame({"family": family, "model": model, "realisation": r,
                                         "L": L, "rank": np.arange(1, 2 * L + 1),
                                         "precision": curve}))
@@ -70,8 +70,8 @@ def _contact_fraction(art: Artefact, cfg: dict) -> float:
     contacts (how easy the family is: P@L saturates when it is large)."""
     if "distances" not in art.data:
         return float("nan")
-    L = art["distances"].shape[0]
-    i, j = np.triu_indices(L, cfg["min_separation"])
-    d = art["distances"][i, j]
-    d = d[np.isfinite(d)]
-    return float(np.mean(d < cfg["threshold"])) if len(d) else float("nan")
+    d = art["distances"]
+    contact = contacts.contact_map(d, cfg["threshold"], cfg["min_separation"], art["columns"])
+    far = contacts.contact_map(np.zeros_like(d), 1.0, cfg["min_separation"], art["columns"])
+    known = far & np.isfinite(d)
+    return float(contact[known].mean()) if known.any() else float("nan")
