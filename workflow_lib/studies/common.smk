@@ -10,7 +10,7 @@ from snakemake.io import strip_wildcard_constraints
 import workflow_lib.studies
 
 from workflow_lib.code_digest import stage_digest
-from workflow_lib.config import ConfigError, load_config
+from workflow_lib.config import ConfigError, digest, load_config
 from workflow_lib.registry import STUDY_NAMES, rules as registered_rules, studies
 
 try:
@@ -80,18 +80,29 @@ def caption(study):
 STAGE = f"{PY} -m workflow_lib stage {{rule}} --job {{params.job:q}} > {{log}} 2>&1"
 
 
+def config_slice(name):
+    """The digest of rule ``name``'s config slice for the wildcards: a param of the wildcards
+    alone, so that Snakemake records it and re-runs the job when it changes (the ``job`` param
+    also reads the input and output paths, and Snakemake leaves such params out of its
+    params trigger)."""
+    entry = REGISTRY[name]
+    return lambda wildcards: digest(entry.params(CFG, dict(wildcards.items())))
+
+
 def derive_stage_directives():
     """Give every registered rule (run after all rules are defined) what follows from its name
     and first output ``RESULTS/X.ext``: params ``code`` (the digest of the package files its stage
     function imports, transitively: a code edit re-runs exactly the rules whose stage reaches
-    it), log ``RESULTS/logs/X.log`` and benchmark ``RESULTS/benchmarks/X.tsv``; and mark the
+    it) and ``config`` (``config_slice``: a config edit re-runs exactly the jobs whose slice it
+    changes), log ``RESULTS/logs/X.log`` and benchmark ``RESULTS/benchmarks/X.tsv``; and mark the
     registry's local rules."""
     for each in workflow.rules:
         if each.name not in REGISTRY:
             continue
         output = strip_wildcard_constraints(str(each.output[0]))
         stem = os.path.splitext(os.path.relpath(output, RESULTS))[0]
-        each.set_params(code=stage_digest(REGISTRY[each.name].stage))
+        each.set_params(code=stage_digest(REGISTRY[each.name].stage),
+                        config=config_slice(each.name))
         each.log_modifier = each.benchmark_modifier = each.output_modifier  # as the parser does
         each.set_log(f"{RESULTS}/logs/{stem}.log")
         each.benchmark = f"{RESULTS}/benchmarks/{stem}.tsv"

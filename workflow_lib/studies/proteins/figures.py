@@ -7,6 +7,8 @@ separation apart, ranked by APC-corrected score (Ekeberg et al. 2013; Dunn et al
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
@@ -20,8 +22,10 @@ PANEL_SIZE = 2.8  # inches per contact-map panel
 
 
 def _models(df: pd.DataFrame) -> list[str]:
-    """The models in order of first appearance (the same colour in every panel)."""
-    return list(dict.fromkeys(df["model"]))
+    """The models in natural order (factored-H4 before factored-H16), so that each has the same
+    colour in every panel."""
+    return sorted(set(df["model"]), key=lambda m: [int(t) if t.isdigit() else t
+                                                   for t in re.split(r"(\d+)", m)])
 
 
 def precision_vs_rank(curves: pd.DataFrame) -> Figure:
@@ -120,10 +124,11 @@ def contact_maps(pairs: pd.DataFrame) -> Figure:
                 ax.set_xlabel("residue", fontsize=7)
             if col == 0:
                 ax.set_ylabel("residue", fontsize=7)
-    handles = [Line2D([], [], marker="s", ls="", color=c, label=lab) for c, lab in (
-        (TRUE_CONTACT_COLOUR, "true contact (lower)"),
-        (TRUE_POSITIVE_COLOUR, "top-L pair, true positive (upper)"),
-        (FALSE_POSITIVE_COLOUR, "top-L pair, false positive (upper)"),
-        (UNKNOWN_COLOUR, "top-L pair, no distances (upper)"))]
+    entries = [(TRUE_CONTACT_COLOUR, "true contact (lower)"),
+               (TRUE_POSITIVE_COLOUR, "top-L pair, true positive (upper)"),
+               (FALSE_POSITIVE_COLOUR, "top-L pair, false positive (upper)")]
+    if pairs["distance"].isna().groupby(pairs["family"]).all().any():
+        entries.append((UNKNOWN_COLOUR, "top-L pair, no distances (upper)"))
+    handles = [Line2D([], [], marker="s", ls="", color=c, label=lab) for c, lab in entries]
     fig.legend(handles=handles, loc="outside lower center", ncol=3, fontsize=7, frameon=False)
     return fig

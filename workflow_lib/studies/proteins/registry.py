@@ -9,7 +9,7 @@ from workflow_lib.registry import Panel, Rule, Study, constant, no_params, panel
 
 STAGES = "workflow_lib.studies.proteins"
 DATA_KEYS = ("max_gap_column", "max_gap_sequence", "identity", "held_out", "realisations")
-FIT_KEYS = ("fields", "lambdas", "restarts", "max_iter", "grad_tol", "transformer")
+COUPLING_FIT_KEYS = ("fields", "lambdas", "restarts", "max_iter", "grad_tol")
 
 
 def _data_params(cfg, wc) -> dict:
@@ -18,9 +18,12 @@ def _data_params(cfg, wc) -> dict:
 
 
 def _fit_params(cfg, wc) -> dict:
+    """The slice of one fit: the transformers' section for a transformer, the L-BFGS fit's keys
+    for factored attention and plmDCA."""
     p = cfg["proteins"]
+    keys = ("transformer",) if wc["model"].startswith("vanilla") else COUPLING_FIT_KEYS
     return {"seed": cfg["seed"], "family": wc["family"], "realisation": int(wc["r"]),
-            "model": wc["model"], "proteins": {k: p[k] for k in FIT_KEYS}}
+            "model": wc["model"], "proteins": {k: p[k] for k in keys}}
 
 
 def _evaluation_params(cfg, wc) -> dict:
