@@ -19,12 +19,15 @@ TARGETS["proteins"] = PROT_TARGETS if PROT["enabled"] else []
 
 
 def protein_inputs(wildcards):
-    """The family's alignment and, when given, its distances (relative to the Snakefile)."""
+    """The family's alignment and, when given, its distances (given relative to the Snakefile's
+    folder, or absolute)."""
     entry = {each["name"]: each for each in PROT["families"]}[wildcards.family]
     files = {"alignment": entry["alignment"]}
     if "distances" in entry:
         files["distances"] = entry["distances"]
-    return {k: os.path.join(workflow.basedir, v) for k, v in files.items()}
+    # relative to the working directory, so that a results folder moved with its checkout
+    # keeps its input paths (an absolute path would change and re-run the family)
+    return {k: os.path.relpath(os.path.join(workflow.basedir, v)) for k, v in files.items()}
 
 
 wildcard_constraints:
