@@ -123,16 +123,16 @@ def test_profile_settings():
 @pytest.mark.slow
 @pytest.mark.parametrize("gpu", [False, True], ids=["cpu", "gpu"])
 def test_dry_run_resources(tmp_path, gpu):
-    """Every job of the default and ``omniglot`` targets gets the runtime and memory its
-    registry entry gives for the config and its wildcards, the profile's partition, its threads
-    and, with ``compute.gpu``, a GPU where the registry asks for one."""
+    """Every job of the default, ``omniglot`` and ``proteins`` targets gets the runtime and
+    memory its registry entry gives for the config and its wildcards, the profile's partition,
+    its threads and, with ``compute.gpu``, a GPU where the registry asks for one."""
     pytest.importorskip("snakemake_executor_plugin_slurm")
     wd = copy_workflow(tmp_path / "wf")
     cfg = tiny_config(threads=3, gpu=gpu)
     (wd / "tiny.yaml").write_text(yaml.safe_dump(cfg))
     # --cores: a dry run otherwise caps threads at 1 (a real SLURM run does not)
     rc, out = run(
-        [PY, "-m", "snakemake", "all", "omniglot", "--profile", "slurm", "--dry-run",
+        [PY, "-m", "snakemake", "all", "omniglot", "proteins", "--profile", "slurm", "--dry-run",
          "--cores", "64", "--configfile", "tiny.yaml"],
         wd, snakemake_env(), timeout=300,
     )
@@ -140,7 +140,8 @@ def test_dry_run_resources(tmp_path, gpu):
     # the Snakefile's config.yaml, then tiny.yaml over it
     full = load_config(merge(yaml.safe_load((wd / "config.yaml").read_text()), cfg))
     registry = rules()
-    jobs = [(rule, job) for rule, job in dry_run_jobs(out) if rule not in ("all", "omniglot")]
+    jobs = [(rule, job) for rule, job in dry_run_jobs(out)
+            if rule not in ("all", "omniglot", "proteins")]
     assert {rule for rule, _ in jobs} == set(registry), sorted(rule for rule, _ in jobs)
     partition = str(profile()["default-resources"]["slurm_partition"])
     for rule, job in jobs:
