@@ -70,8 +70,7 @@ def _contact_fraction(art: Artefact, cfg: dict) -> float:
     contacts (how easy the family is: P@L saturates when it is large)."""
     if "distances" not in art.data:
         return float("nan")
-    d = art["distances"]
-    contact = contacts.contact_map(d, cfg["threshold"], cfg["min_separation"], art["columns"])
-    far = contacts.contact_map(np.zeros_like(d), 1.0, cfg["min_separation"], art["columns"])
-    known = far & np.isfinite(d)
-    return float(contact[known].mean()) if known.any() else float("nan")
+    d, sep, columns = art["distances"], cfg["min_separation"], art["columns"]
+    known = contacts.contact_map(d, np.inf, sep, columns)  # far enough, with a distance
+    contact = contacts.contact_map(d, cfg["threshold"], sep, columns)
+    return float(contact.sum() / known.sum()) if known.any() else float("nan")
