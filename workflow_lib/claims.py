@@ -1,16 +1,30 @@
-"""Claims of the papers and the verdicts the statistics give them.
+"""Claims of the papers and the pre-registered tests that give them a verdict.
 
-A claims table has one row per claim (``COLUMNS``): its id, study, figure, the paper's
-statement, the paper's number where it gives one, the measured value, its error (the standard
-error of the mean over ``n`` independent units: realisations, episodes or fitted points), ``n``,
-the criterion in words and the verdict: ``holds``, ``not resolved`` or ``does not hold``.
+A claims table has one row per claim (``COLUMNS``). Two kinds of rows are kept apart: ``claim``,
+a statement of a paper, and ``check``, a property of the project's protocol (data at their target,
+distinct, held out). Each row names its test, the unit the test counts (realisation, episode,
+family), the measured value with its standard error and ``n``, the test's statistic, its
+one-sided p-value and, beside the t-tests, the exact signed-rank p (``p_exact``), the criterion in
+words and the verdict: ``holds``, ``not resolved`` or ``does not hold``.
 
-Verdicts are two-sided t-intervals at 95 % (``LEVEL``) around the measured value: a claim holds
-when the whole interval satisfies its criterion, does not hold when none of it does, and is not
-resolved otherwise, or when the value has no error bar from fewer than two units. A value picked
-as the best of ``tests`` candidates (the largest rise of a curve, say) gets a Bonferroni-widened
-interval. A value without sampling error (a count, a theory curve) is compared as it is; a χ² gets
-its p-value.
+Every test is fixed before the data are seen: the contrast, its direction and the location it is
+taken at come from the claim (or from training data alone), never from the quantity tested.
+At level ``ALPHA`` (one-sided):
+
+- ``greater`` / ``less``: paired per-unit contrasts against a bound, one-sided t, with the exact
+  sign-flip p of their ranks beside it (``signed_rank_p``); from ``EXACT_FROM`` units on, where
+  the exact test can reach ``ALPHA``, both must agree. The claim holds when its side is
+  significant, does not hold when the opposite side is, and is not resolved otherwise.
+- ``equivalent``: two one-sided tests (TOST) for "equal within ±δ"; does not hold when the mean
+  lies significantly outside.
+- ``correlation_above`` / ``correlation_gap``: correlations on the Fisher-z scale.
+- ``paired_binary``: paired successes of two methods on the same episodes, the exact binomial
+  test of the discordant pairs (McNemar).
+- ``signs``: the exact sign test on per-unit values (a location that is a grid point).
+- ``every``: a protocol check, each unit passes or fails; it holds when every unit passes.
+- ``all_of``: an intersection-union test ("a rise and a fall", "better than every a"): it holds
+  when every part holds, without a correction; its p is the largest of theirs.
+- ``consistent``: a χ² goodness of fit; ``exact``: a deterministic value (a theory curve).
 """
 
 from __future__ import annotations
@@ -26,91 +40,203 @@ from scipy import stats
 
 HOLDS, NOT_RESOLVED, FAILS = "holds", "not resolved", "does not hold"
 VERDICTS = (HOLDS, NOT_RESOLVED, FAILS)
-LEVEL = 0.95
-COLUMNS = ("id", "study", "figure", "statement", "paper", "measured", "error", "n", "criterion",
-           "verdict")
+CLAIM, CHECK = "claim", "check"
+ALPHA = 0.05  # one-sided level of every test
+EXACT_FROM = 5  # from this n on, the exact signed-rank p can reach ALPHA (1/32) and must agree
+COLUMNS = ("id", "kind", "study", "figure", "statement", "paper", "measured", "error", "n", "unit",
+           "test", "statistic", "p", "p_exact", "criterion", "verdict")
+
+Values = Sequence[float] | np.ndarray | pd.Series
 
 
 @dataclass(frozen=True)
-class Measure:
-    """A measured value, its standard error, the number of independent units behind it, and the
-    number of candidates it was picked from (``tests``: 1 when it was fixed in advance). An
-    error of exactly 0 marks a value without sampling error."""
+class Test:
+    """The outcome of one test: its name, the estimate (``value``, ``error`` its standard error
+    or NaN) over ``n`` units, the test statistic, the one-sided p of the claim's side, the exact
+    p beside it (NaN where none) and the verdict."""
 
+    name: str
     value: float
     error: float
     n: int
-    tests: int = 1
-
-    def half_width(self) -> float:
-        """Half the t-interval at ``LEVEL`` (Bonferroni over ``tests``); 0 for an exact value,
-        infinite without an error bar (n < 2 or NaN)."""
-        if self.error == 0 and self.n >= 1:
-            return 0.0
-        if self.n < 2 or not np.isfinite(self.error):
-            return math.inf
-        alpha = (1 - LEVEL) / self.tests
-        return float(stats.t.ppf(1 - alpha / 2, self.n - 1) * self.error)
+    statistic: float
+    p: float
+    p_exact: float
+    verdict: str
 
 
-def mean_sem(values: Sequence[float] | np.ndarray | pd.Series) -> Measure:
-    """Mean, standard error of the mean and count of ``values`` (NaNs dropped)."""
+def _finite(values: Values) -> np.ndarray:
     x = np.asarray(values, float)
-    x = x[np.isfinite(x)]
-    if len(x) == 0:
-        return Measure(math.nan, math.nan, 0)
-    sem = float(x.std(ddof=1) / np.sqrt(len(x))) if len(x) > 1 else math.nan
-    return Measure(float(x.mean()), sem, len(x))
+    return x[np.isfinite(x)]
 
 
-def exact(value: float, n: int = 1) -> Measure:
-    """A value without sampling error (a count, or a deterministic computation) from ``n``
-    units."""
-    return Measure(float(value), 0.0, n)
+def signed_rank_p(x: Values) -> float:
+    """Exact one-sided p of "the values are centred above 0" by flipping signs: the ranks of
+    ``|x|`` (ties averaged, zeros dropped) summed over the positive values, against all 2^n sign
+    assignments (a dynamic programme over half-ranks, exact for any n)."""
+    x = _finite(x)
+    x = x[x != 0]
+    n = len(x)
+    if n == 0:
+        return 1.0
+    half = np.rint(2 * stats.rankdata(np.abs(x))).astype(int)  # twice the average ranks
+    counts = np.zeros(int(half.sum()) + 1)
+    counts[0] = 1.0
+    for h in half:
+        counts[h:] += counts[:-h].copy()
+    observed = int(half[x > 0].sum())
+    return float(counts[observed:].sum() / counts.sum())
 
 
-def above(m: Measure, bound: float) -> str:
-    """Verdict on ``value > bound``."""
-    if not np.isfinite(m.value):
-        return NOT_RESOLVED
-    h = m.half_width()
-    if m.value - h > bound:
-        return HOLDS
-    if m.value + h < bound:
-        return FAILS
-    return NOT_RESOLVED
+def _t_one_sided(x: np.ndarray) -> tuple[float, float, float]:
+    """(mean, s.e.m., t) of ``x`` (``x`` has n >= 2); t is ±inf for a constant non-zero x."""
+    mean = float(x.mean())
+    sem = float(x.std(ddof=1) / np.sqrt(len(x)))
+    if sem == 0:
+        return mean, 0.0, math.copysign(math.inf, mean) if mean else 0.0
+    return mean, sem, mean / sem
 
 
-def below(m: Measure, bound: float) -> str:
-    """Verdict on ``value < bound``."""
-    return above(Measure(-m.value, m.error, m.n, m.tests), -bound)
+def _side(p: float, p_exact: float, n: int) -> bool:
+    """One side is significant: its t p below ALPHA, and its exact p too where it can be."""
+    return p < ALPHA and (n < EXACT_FROM or p_exact <= ALPHA)
 
 
-def within(m: Measure, tolerance: float) -> str:
-    """Verdict on ``|value| <= tolerance``."""
-    if not np.isfinite(m.value):
-        return NOT_RESOLVED
-    h = m.half_width()
-    if abs(m.value) + h <= tolerance:
-        return HOLDS
-    if abs(m.value) - h > tolerance:
-        return FAILS
-    return NOT_RESOLVED
+def greater(values: Values, bound: float = 0.0) -> Test:
+    """One-sided test of "the mean of the per-unit ``values`` exceeds ``bound``" (paired units:
+    pass the per-unit contrasts). Value and error: the mean and its s.e.m."""
+    x = _finite(values)
+    n = len(x)
+    if n < 2:
+        value = float(x[0]) if n else math.nan
+        return Test("one-sided t", value, math.nan, n, math.nan, math.nan, math.nan, NOT_RESOLVED)
+    mean, sem, t = _t_one_sided(x - bound)
+    p_up, p_down = float(stats.t.sf(t, n - 1)), float(stats.t.cdf(t, n - 1))
+    e_up, e_down = signed_rank_p(x - bound), signed_rank_p(bound - x)
+    verdict = (HOLDS if _side(p_up, e_up, n) else FAILS if _side(p_down, e_down, n)
+               else NOT_RESOLVED)
+    return Test("one-sided t", mean + bound, sem, n, t, p_up, e_up, verdict)
 
 
-def consistent(chi2: float, dof: int, p_min: float = 1 - LEVEL) -> str:
-    """Verdict on "the points scatter around the curve as their error bars say": the χ² of
-    ``dof`` independent standardised residuals has a p-value of at least ``p_min``."""
+def less(values: Values, bound: float = 0.0) -> Test:
+    """One-sided test of "the mean of ``values`` is below ``bound``"."""
+    up = greater(-_finite(values), -bound)
+    return Test(up.name, -up.value, up.error, up.n, -up.statistic, up.p, up.p_exact, up.verdict)
+
+
+def equivalent(values: Values, delta: float) -> Test:
+    """Two one-sided t-tests (TOST) of "the mean of ``values`` lies within ±``delta``": p is the
+    larger of the two; does not hold when the mean lies significantly beyond ±delta."""
+    x = _finite(values)
+    n = len(x)
+    if n < 2:
+        value = float(x[0]) if n else math.nan
+        return Test("TOST", value, math.nan, n, math.nan, math.nan, math.nan, NOT_RESOLVED)
+    above_low, below_high = greater(x, -delta), less(x, delta)
+    p = max(above_low.p, below_high.p)
+    outside = less(x, -delta).verdict == HOLDS or greater(x, delta).verdict == HOLDS
+    binding = above_low if above_low.p >= below_high.p else below_high
+    verdict = HOLDS if p < ALPHA else FAILS if outside else NOT_RESOLVED
+    return Test("TOST", float(x.mean()), binding.error, n, binding.statistic, p, math.nan,
+                verdict)
+
+
+def _fisher(r: Values) -> np.ndarray:
+    return np.arctanh(np.clip(_finite(r), -1 + 1e-12, 1 - 1e-12))
+
+
+def correlation_above(r: Values, bound: float) -> Test:
+    """One-sided t on the Fisher-z scale of "the per-unit correlations exceed ``bound``"; the
+    value is the back-transformed mean z, the error the s.e.m. of z."""
+    z = greater(_fisher(r), float(np.arctanh(bound)))
+    return Test("one-sided t on Fisher z", float(np.tanh(z.value)), z.error, z.n, z.statistic,
+                z.p, z.p_exact, z.verdict)
+
+
+def correlation_gap(r_high: Values, r_low: Values) -> Test:
+    """Paired one-sided t on the Fisher-z scale of "``r_high`` exceeds ``r_low``" (aligned per
+    unit); the value is the mean difference of z."""
+    z = greater(_fisher(r_high) - _fisher(r_low), 0.0)
+    return Test("paired one-sided t on Fisher z", z.value, z.error, z.n, z.statistic, z.p,
+                z.p_exact, z.verdict)
+
+
+def paired_binary(a: Values, b: Values) -> Test:
+    """McNemar's exact test of "method a succeeds more often than method b" on the same
+    episodes (``a``, ``b``: 0/1 per episode): the discordant episodes are binomial(1/2) under
+    no difference. Value: the difference of success rates; statistic: the episodes a alone
+    gets right."""
+    a, b = np.asarray(a, bool), np.asarray(b, bool)
+    n = len(a)
+    only_a, only_b = int(np.sum(a & ~b)), int(np.sum(~a & b))
+    discordant = only_a + only_b
+    diff = (only_a - only_b) / n if n else math.nan
+    error = math.sqrt(discordant - (only_a - only_b) ** 2 / n) / n if n else math.nan
+    if discordant == 0:
+        return Test("McNemar exact", diff, error, n, 0.0, 1.0, math.nan, NOT_RESOLVED)
+    p_up = float(stats.binom.sf(only_a - 1, discordant, 0.5))
+    p_down = float(stats.binom.sf(only_b - 1, discordant, 0.5))
+    verdict = HOLDS if p_up < ALPHA else FAILS if p_down < ALPHA else NOT_RESOLVED
+    return Test("McNemar exact", diff, error, n, float(only_a), p_up, math.nan, verdict)
+
+
+def signs(values: Values, bound: float) -> Test:
+    """The exact sign test of "the per-unit ``values`` lie above ``bound``" (units at the bound
+    dropped); the value is the median."""
+    x = _finite(values)
+    up, down = int(np.sum(x > bound)), int(np.sum(x < bound))
+    median = float(np.median(x)) if len(x) else math.nan
+    if up + down == 0:
+        return Test("exact sign test", median, math.nan, len(x), 0.0, math.nan, math.nan,
+                    NOT_RESOLVED)
+    p_up = float(stats.binom.sf(up - 1, up + down, 0.5))
+    p_down = float(stats.binom.sf(down - 1, up + down, 0.5))
+    verdict = HOLDS if p_up < ALPHA else FAILS if p_down < ALPHA else NOT_RESOLVED
+    return Test("exact sign test", median, math.nan, len(x), float(up), p_up, p_up, verdict)
+
+
+def every(passes: Values, values: Values | None = None) -> Test:
+    """A protocol check: every unit passes (``passes``: 0/1 per unit). The value is the mean of
+    ``values`` (the per-unit measurements) or the fraction passing; the statistic the number of
+    units passing."""
+    ok = np.asarray(passes, bool)
+    n = len(ok)
+    value = float(np.mean(_finite(values))) if values is not None and n else (
+        float(ok.mean()) if n else math.nan)
+    verdict = NOT_RESOLVED if n == 0 else HOLDS if ok.all() else FAILS
+    return Test("every unit", value, math.nan, n, float(ok.sum()), math.nan, math.nan, verdict)
+
+
+def all_of(*tests: Test) -> Test:
+    """The intersection-union test of a conjunction: it holds when every part holds, does not
+    hold when some part does not, with no correction; value, error and statistic are those of
+    the part with the largest p (the binding one), n the smallest."""
+    verdicts = [t.verdict for t in tests]
+    verdict = FAILS if FAILS in verdicts else HOLDS if all(v == HOLDS for v in verdicts) else (
+        NOT_RESOLVED)
+    ps = [t.p if np.isfinite(t.p) else math.inf for t in tests]
+    binding = tests[int(np.argmax(ps))]
+    exact_ps = [t.p_exact for t in tests if np.isfinite(t.p_exact)]
+    return Test(f"intersection-union of {len(tests)} x {binding.name}", binding.value,
+                binding.error, min(t.n for t in tests), binding.statistic, binding.p,
+                max(exact_ps) if exact_ps else math.nan, verdict)
+
+
+def consistent(chi2: float, dof: int, p_min: float = ALPHA) -> Test:
+    """"The points scatter around the curve as their error bars say": the χ² of ``dof``
+    independent standardised residuals has a p-value of at least ``p_min``. Value: χ²/dof."""
     if dof < 1 or not np.isfinite(chi2):
-        return NOT_RESOLVED
-    return HOLDS if stats.chi2.sf(chi2, dof) >= p_min else FAILS
+        return Test("chi2 goodness of fit", math.nan, math.nan, dof, chi2, math.nan, math.nan,
+                    NOT_RESOLVED)
+    p = float(stats.chi2.sf(chi2, dof))
+    return Test("chi2 goodness of fit", chi2 / dof, 0.0, dof, chi2, p, math.nan,
+                HOLDS if p >= p_min else FAILS)
 
 
-def both(*verdicts: str) -> str:
-    """The verdict on a conjunction: fails if any part fails, holds if all hold."""
-    if FAILS in verdicts:
-        return FAILS
-    return HOLDS if all(v == HOLDS for v in verdicts) else NOT_RESOLVED
+def exact(value: float, ok: bool, n: int = 1) -> Test:
+    """A deterministic value (a theory curve, a count) and whether it meets its criterion."""
+    return Test("exact (deterministic)", float(value), 0.0, n, math.nan, math.nan, math.nan,
+                HOLDS if ok else FAILS)
 
 
 @dataclass(frozen=True)
@@ -118,6 +244,7 @@ class Claim:
     """One row of a claims table (``COLUMNS``)."""
 
     id: str
+    kind: str
     study: str
     figure: str
     statement: str
@@ -125,28 +252,39 @@ class Claim:
     measured: float
     error: float
     n: int
+    unit: str
+    test: str
+    statistic: float
+    p: float
+    p_exact: float
     criterion: str
     verdict: str
 
 
-def row(id: str, study: str, figure: str, statement: str, paper: str, m: Measure,
-        criterion: str, verdict: str) -> dict:
-    """One row of a claims table."""
-    if verdict not in VERDICTS:
-        raise ValueError(f"claim {id}: unknown verdict {verdict!r}")
-    return asdict(Claim(id, study, figure, statement, paper, m.value, m.error, m.n, criterion,
-                        verdict))
+def row(id: str, study: str, figure: str, statement: str, paper: str, test: Test,
+        criterion: str, unit: str, kind: str = CLAIM) -> dict:
+    """One row of a claims table: a paper's ``claim`` or a protocol ``check``."""
+    if test.verdict not in VERDICTS:
+        raise ValueError(f"claim {id}: unknown verdict {test.verdict!r}")
+    if kind not in (CLAIM, CHECK):
+        raise ValueError(f"claim {id}: kind {kind!r} is neither {CLAIM!r} nor {CHECK!r}")
+    return asdict(Claim(id, kind, study, figure, statement, paper, test.value, test.error,
+                        test.n, unit, test.name, test.statistic, test.p, test.p_exact,
+                        criterion, test.verdict))
 
 
 def table(rows: list[dict]) -> pd.DataFrame:
-    """The claims table of ``rows`` with the columns in ``COLUMNS`` order."""
-    return pd.DataFrame(rows, columns=list(COLUMNS))
+    """The claims table of ``rows``, the papers' claims first, then the protocol checks."""
+    df = pd.DataFrame(rows, columns=list(COLUMNS))
+    order = df["kind"].map({CLAIM: 0, CHECK: 1})
+    return df.iloc[np.argsort(order.to_numpy(), kind="stable")].reset_index(drop=True)
 
 
 def log_claims(claims: pd.DataFrame, log: logging.Logger) -> None:
-    """One line per claim: id, measured value with its error and n, verdict; a warning for a
-    claim that does not hold."""
+    """One line per row: id, measured value with its error and n, test and p, verdict; a
+    warning for a claim or check that does not hold."""
     for _, r in claims.iterrows():
         level = logging.WARNING if r["verdict"] == FAILS else logging.INFO
-        log.log(level, "%s: %.4g +- %.2g (n = %d; %s): %s", r["id"], r["measured"], r["error"],
-                r["n"], r["criterion"], r["verdict"].upper())
+        log.log(level, "%s %s: %.4g +- %.2g (n = %d %s; %s, p = %.3g): %s", r["kind"], r["id"],
+                r["measured"], r["error"], r["n"], r["unit"], r["test"], r["p"],
+                r["verdict"].upper())

@@ -6,6 +6,7 @@ to mean, standard error of the mean and count per group.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -31,8 +32,6 @@ FLOOR_TOLERANCE = 0.01  # warn when a factored fit ends more than this above the
 
 
 def _realisation(attrs: dict) -> int:
-    import json
-
     return int(json.loads(attrs["seeds"])["realisation"])
 
 
@@ -159,61 +158,34 @@ def sample_complexity_table(paths: Iterable[str]) -> pd.DataFrame:
 
 def separability_threshold(curve: pd.DataFrame) -> pd.DataFrame:
     """Per realisation of the ``sample_complexity`` table, where the fits stop separating the
-    training data: ``threshold_M``, the smallest M of the grid with train_accuracy < 1 (NaN if
-    none), its ``threshold_alpha`` = M/L, ``last_separable_M`` (the grid point before it; the
-    largest M when every fit separates; NaN when the smallest M is already not separable or
-    nothing was measured), ``separable_beyond`` (some larger M separable again: the threshold is
-    then not a clean edge), ``near_duplicate_M`` (the smallest M of the grid whose training
-    sequences hold two one spin apart, which rules out separability; NaN if none) and
-    ``first_near_duplicate`` (that M exactly); and the realisation's own peak, the largest test
-    loss beyond the smallest M: ``peak_M``, ``peak_alpha`` and ``peak_at_threshold`` (peak_M is
-    last_separable_M or threshold_M)."""
+    training data, from training data alone (the pre-registered location of the peak of Fig. 3
+    right): ``location_M``, the largest M of the grid beyond the smallest whose converged fit
+    separates its training set (train_accuracy 1), among the M below ``first_near_duplicate``
+    (from there two training sequences one spin apart rule separability out: a conflict in the
+    data, not the model's capacity); NaN when there is none. ``location_alpha`` = location_M / L;
+    ``before_M``, ``after_M`` and ``after2_M``: the grid points before it and the two after it
+    (NaN past an edge); ``M_min`` and ``M_max``: the grid's ends; ``threshold_M``: the smallest M
+    whose fit does not separate (NaN if none) and ``separable_beyond``: some larger M separable
+    again (the edge is then not clean)."""
     rows = []
     for r, g in curve.sort_values("M").groupby("realisation"):
-        M = g["M"].to_numpy()
-        L = float(M[0] / g["alpha"].iloc[0])
+        M = g["M"].to_numpy(float)
         acc = g["train_accuracy"].to_numpy(float)
+        clean = M < np.nan_to_num(g["first_near_duplicate"].to_numpy(float), nan=np.inf)
+        ok = g["converged"].astype(bool).to_numpy() & (acc == 1) & clean & (M > M[0])
+        k = int(np.flatnonzero(ok)[-1]) if ok.any() else -1
+        near = [float(M[i]) if k >= 0 and 0 <= i < len(M) else np.nan
+                for i in (k - 1, k, k + 1, k + 2)]
         below = np.flatnonzero(acc < 1)
-        k = below[0] if below.size else None
-        threshold = float(M[k]) if k is not None else np.nan
-        if k is None:  # every fit separates, or nothing measured (older artefacts)
-            last = float(M[-1]) if np.isfinite(acc).all() else np.nan
-        else:
-            last = float(M[k - 1]) if k > 0 else np.nan
-        near = g["near_duplicates"].to_numpy(float) == 1
-        tail = g.iloc[1:] if len(g) > 1 else g
-        peak_M = float(tail["M"].iloc[int(np.argmax(tail["test_loss"].to_numpy()))])
+        L = float(M[0] / g["alpha"].iloc[0])
         rows.append({
-            "realisation": r, "L": L, "last_separable_M": last, "threshold_M": threshold,
-            "threshold_alpha": threshold / L,
-            "separable_beyond": bool(k is not None and (acc[k:] == 1).any()),
-            "near_duplicate_M": float(M[near][0]) if near.any() else np.nan,
+            "realisation": r, "L": L, "M_min": M[0], "M_max": M[-1], "location_M": near[1],
+            "location_alpha": near[1] / L, "before_M": near[0], "after_M": near[2],
+            "after2_M": near[3], "threshold_M": float(M[below[0]]) if below.size else np.nan,
+            "separable_beyond": bool(below.size and (acc[below[0]:] == 1).any()),
             "first_near_duplicate": float(g["first_near_duplicate"].iloc[0]),
-            "peak_M": peak_M, "peak_alpha": peak_M / L,
-            "peak_at_threshold": bool(peak_M in (last, threshold)),
         })
     return pd.DataFrame(rows)
-
-
-def peak(df: pd.DataFrame, x: str, y: str) -> pd.Series:
-    """The peak of the group-mean curve of ``y`` over ``x``: the largest mean at any ``x``
-    beyond the smallest one, wherever it lies (an edge included). Returns ``x``, ``y`` (mean),
-    ``sem`` (ddof 1; NaN for n = 1) and ``n`` at the peak, and ``resolved``: whether the peak
-    mean exceeds the mean at every later ``x`` by more than the two s.e.m. combined in
-    quadrature (False at the last ``x``: nothing after it to descend to).
-
-    The smallest ``x`` is left out because the fit there barely leaves the uniform guess.
-    """
-    g = df.groupby(x)[y]
-    means, sems = g.mean().sort_index(), g.sem().sort_index()
-    tail = means.iloc[1:] if len(means) > 1 else means
-    at = tail.idxmax()
-    later = means.index > at
-    gap = means[at] - means[later]
-    margin = np.sqrt(sems[at] ** 2 + sems[later] ** 2)
-    resolved = bool(later.any() and np.all(gap > margin))
-    return pd.Series({x: at, y: means[at], "sem": sems[at], "n": int(g.count()[at]),
-                      "resolved": resolved})
 
 
 def warnings(final: pd.DataFrame, plm: pd.DataFrame, curve: pd.DataFrame) -> list[str]:
@@ -270,7 +242,7 @@ def attention_maps(paths: Iterable[str]) -> tuple[np.ndarray, dict[str, np.ndarr
 def data_table(paths: Iterable[str]) -> pd.DataFrame:
     """One row per realisation's data set: beta, mean_hamming (normalised, between the data
     set's sequences), target_hamming and tolerance (the protocol; NaN for a fixed beta),
-    n_train, distinct_train, distinct_fraction (distinct training sequences / n_train) and
+    n_train, L, C, distinct_train, distinct_fraction (distinct training sequences / n_train) and
     test_in_train (fraction of the test sequences that occur in the training set)."""
     rows = []
     for path in paths:
@@ -280,6 +252,8 @@ def data_table(paths: Iterable[str]) -> pd.DataFrame:
                      "mean_hamming": float(art.attrs["mean_hamming"]),
                      "target_hamming": float(art.attrs.get("target_hamming", np.nan)),
                      "tolerance": float(art.attrs.get("tolerance", np.nan)), "n_train": n,
+                     "L": int(art["train"].shape[1]),
+                     "C": int(json.loads(art.attrs["config"])["potts"]["C"]),
                      "distinct_train": int(art.attrs["n_distinct_train"]),
                      "distinct_fraction": int(art.attrs["n_distinct_train"]) / n,
                      "test_in_train": float(art.attrs["test_in_train_fraction"])})
@@ -297,8 +271,6 @@ def build_tables(samples: Iterable[str], train: Iterable[str], plm: Iterable[str
                                               on=["arch", "realisation"])
     plm_fits = with_floor(plm_fits, plm_fits)
     sc = sample_complexity_table(sample_complexity)
-    sc_peak = peak(sc, "M", "test_loss").to_frame().T
-    sc_peak["alpha"] = sc_peak["M"] / sc["M"].iloc[0] * sc["alpha"].iloc[0]
     return {
         "data": data_table(samples),
         "training_history": history,
@@ -314,6 +286,5 @@ def build_tables(samples: Iterable[str], train: Iterable[str], plm: Iterable[str
         "sample_complexity_summary": summarise(
             sc, ["M", "alpha"], ["test_loss", "test_loss_heldout", "train_loss", "converged",
                                  "train_accuracy", "separable", "near_duplicates"]),
-        "sample_complexity_peak": sc_peak,
         "sample_complexity_threshold": separability_threshold(sc),
     }
