@@ -66,6 +66,26 @@ def _write_docs(args: argparse.Namespace) -> None:
         print(page)
 
 
+def _recompute_claims(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from workflow_lib.pages import recompute_claims
+    from workflow_lib.registry import studies
+
+    snap, differ = Path(args.snapshot), 0
+    for study in studies():
+        committed = snap / f"{study.name}-claims.csv"
+        if not committed.exists():
+            continue
+        text = recompute_claims(snap, study)
+        same = committed.read_text() == text
+        differ += not same
+        if not args.check:
+            committed.write_text(text)
+        print(f"{committed}: {'identical' if same else 'differs' if args.check else 'rewritten'}")
+    return 1 if args.check and differ else 0
+
+
 def _run_omniglot(args: argparse.Namespace) -> None:
     from workflow_lib.config import read_config_files
 
@@ -113,6 +133,11 @@ def main(argv: list[str] | None = None) -> int:
     docs.add_argument("--study", action="append", default=[],
                       help="snapshot only these studies of the run (default: every study)")
     docs.add_argument("--docs", default="docs", help="the docs folder (default: docs)")
+    cl = sub.add_parser("claims", help="recompute every claims table of a results snapshot from "
+                        "the tables beside it")
+    cl.add_argument("snapshot", help="a snapshot folder, e.g. docs/results/quick")
+    cl.add_argument("--check", action="store_true",
+                    help="write nothing; exit 1 unless each recomputed table is byte-identical")
     omni = sub.add_parser("omniglot", help="run the Omniglot study without Snakemake")
     omni.add_argument("outdir")
     omni.add_argument("--configfile", action="append", default=[],
@@ -139,6 +164,8 @@ def main(argv: list[str] | None = None) -> int:
             print("\n\n".join(_inspect(f) for f in args.files))
         elif args.command == "docs":
             _write_docs(args)
+        elif args.command == "claims":
+            return _recompute_claims(args)
         elif args.command == "check-config":
             read_config_files(args.files)
             print(f"{' + '.join(args.files)}: valid")

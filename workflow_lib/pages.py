@@ -17,7 +17,8 @@ from pathlib import Path
 import pandas as pd
 
 from workflow_lib.artefacts import atomic_path
-from workflow_lib.claims import VERDICTS
+from workflow_lib.calibration import power_markdown, power_table
+from workflow_lib.claims import CHECK, CLAIM, VERDICTS
 from workflow_lib.config import load_schema
 from workflow_lib.performance import BENCHMARKS_DIR, performance_page
 from workflow_lib.reference import configuration_page
@@ -28,28 +29,44 @@ def _number(x: float) -> str:
     return "" if pd.isna(x) else f"{x:.4g}"
 
 
+def _p(row: pd.Series) -> str:
+    """``p = 0.003 (exact 0.125)``, or empty for a test without a p-value."""
+    if pd.isna(row["p"]):
+        return ""
+    exact = "" if pd.isna(row["p_exact"]) else f" (exact {row['p_exact']:.3g})"
+    return f"{row['p']:.3g}{exact}"
+
+
 def claim_cells(row: pd.Series) -> list[str]:
-    """The cells of one claim for a page: id, figure, statement, paper, measured +- error (n),
-    criterion, verdict."""
+    """The cells of one row for a page: id, figure, statement, paper, measured +- error
+    (n units), test (statistic), p (exact p), criterion, verdict."""
     error = "" if pd.isna(row["error"]) or row["error"] == 0 else f" ± {row['error']:.2g}"
     paper = "" if pd.isna(row["paper"]) else str(row["paper"])
+    statistic = "" if pd.isna(row["statistic"]) else f" = {row['statistic']:.3g}"
     return [str(row["id"]), str(row["figure"]), str(row["statement"]), paper,
-            f"{_number(row['measured'])}{error} (n = {int(row['n'])})", str(row["criterion"]),
-            str(row["verdict"])]
+            f"{_number(row['measured'])}{error} (n = {int(row['n'])} {row['unit']})",
+            f"{row['test']}{statistic}", _p(row), str(row["criterion"]), str(row["verdict"])]
 
 
 def verdict_counts(claims: pd.DataFrame) -> str:
-    """``'12 claims: 5 hold, 6 not resolved, 1 do not hold'``."""
-    counts = claims["verdict"].value_counts()
+    """``'12 claims: 5 hold, 6 not resolved, 1 do not hold; 3 checks: 3 hold, ...'``."""
     plural = {"holds": "hold", "does not hold": "do not hold"}
-    parts = [f"{counts.get(v, 0)} {plural.get(v, v)}" for v in VERDICTS]
-    return f"{len(claims)} claims: " + ", ".join(parts)
+    parts = []
+    for kind in (CLAIM, CHECK):
+        rows = claims[claims["kind"] == kind]
+        if len(rows) or kind == CLAIM:
+            counts = rows["verdict"].value_counts()
+            verdicts = ", ".join(f"{counts.get(v, 0)} {plural.get(v, v)}" for v in VERDICTS)
+            parts.append(f"{len(rows)} {kind}s: {verdicts}")
+    return "; ".join(parts)
 
 
-VERDICT_RULE = ("A verdict follows from the statistic its criterion names: the 95 % t-interval of "
-                "the measured value over its n independent units (realisations or test "
-                "episodes), Bonferroni-widened where the value was picked among candidates, or a "
-                "p-value; see [pipeline.md](../pipeline.md#claims-tables).")
+VERDICT_RULE = ("Each row's test was fixed before the data were seen and fits the claim's "
+                "logic: paired one-sided t over its units with the exact signed-rank p beside it, "
+                "two one-sided tests for an equivalence, Fisher z for a correlation, McNemar for "
+                "paired episodes, an intersection-union test for a conjunction, every unit for a "
+                "protocol check; a claim holds when its one-sided p is below 0.05, does not hold "
+                "when the opposite side's is; see [pipeline.md](../pipeline.md#claims-tables).")
 
 
 def read_claims(path: str | Path) -> pd.DataFrame:
@@ -57,8 +74,8 @@ def read_claims(path: str | Path) -> pd.DataFrame:
     return pd.read_csv(path, dtype={"paper": str})
 
 
-HEADER = ["claim", "figure", "the paper says", "paper's number", "measured", "criterion",
-          "verdict"]
+HEADER = ["claim", "figure", "the paper says", "paper's number", "measured", "test", "p",
+          "criterion", "verdict"]
 
 
 def _markdown_table(claims: pd.DataFrame) -> str:
@@ -70,9 +87,9 @@ def _markdown_table(claims: pd.DataFrame) -> str:
 
 
 def snapshot(results: Path, dest: Path, study: Study, source: dict) -> bool:
-    """Replace ``study``'s files in the snapshot ``dest`` (its claims table, its figures as PNG,
-    the run's config files) with those of the run in ``results``; False when the run has no
-    claims table for it."""
+    """Replace ``study``'s files in the snapshot ``dest`` (its claims table, the tables it was
+    computed from under ``tables/<study>/``, its figures as PNG, the run's config files) with
+    those of the run in ``results``; False when the run has no claims table for it."""
     claims = results / study.claims
     if not claims.exists():
         return False
@@ -82,10 +99,33 @@ def snapshot(results: Path, dest: Path, study: Study, source: dict) -> bool:
         png = results / "figures" / f"{panel.name}.png"
         if png.exists():
             shutil.copy2(png, dest / "figures" / png.name)
+    tables = dest / "tables" / study.name
+    shutil.rmtree(tables, ignore_errors=True)
+    tables.mkdir(parents=True)
+    for name in study.tables:
+        shutil.copy2(results / study.table_path(name), tables / f"{name}.csv")
     shutil.copy2(claims, dest / f"{study.name}-claims.csv")
     (dest / f"{study.name}-source.json").write_text(
         json.dumps(source, indent=1, sort_keys=True) + "\n")
     return True
+
+
+def recompute_claims(snap: Path, study: Study) -> str:
+    """The claims table of ``study`` recomputed from the tables in the snapshot ``snap`` alone,
+    as the workflow writes it (CSV text)."""
+    folder = snap / "tables" / study.name
+    missing = [n for n in study.tables if not (folder / f"{n}.csv").exists()]
+    if missing:
+        raise FileNotFoundError(f"{folder}: no {', '.join(missing)} table; snapshot the run "
+                                f"again with: python -m workflow_lib docs --preset {snap.name} "
+                                "--results RESULTS")
+    tables = {n: pd.read_csv(folder / f"{n}.csv") for n in study.tables}
+    return study.claims_table(tables).to_csv(index=False)
+
+
+def _section(claims: pd.DataFrame, kind: str, title: str) -> list[str]:
+    rows = claims[claims["kind"] == kind]
+    return [f"### {title}", "", _markdown_table(rows), ""] if len(rows) else []
 
 
 def results_page(snapshot_dir: Path, study: Study, preset: str) -> str:
@@ -98,9 +138,12 @@ def results_page(snapshot_dir: Path, study: Study, preset: str) -> str:
              f"*{study.paper}.*", "",
              f"Produced by `snakemake --cores all{configs}`; this page by `python -m workflow_lib "
              f"docs --preset {preset}`. Every number below is read from the run's claims table "
-             f"([{study.name}-claims.csv]({preset}/{study.name}-claims.csv)).",
+             f"([{study.name}-claims.csv]({preset}/{study.name}-claims.csv)), which `python -m "
+             f"workflow_lib claims docs/results/{preset}` recomputes from the tables beside it "
+             f"([tables/{study.name}/]({preset}/tables/{study.name}/)).",
              "", "## Claims", "", verdict_counts(claims) + ". " + VERDICT_RULE, "",
-             _markdown_table(claims), "", "## Figures", ""]
+             *_section(claims, CLAIM, "The paper's claims"),
+             *_section(claims, CHECK, "The protocol's checks"), "## Figures", ""]
     for panel in study.panels:
         png = snapshot_dir / "figures" / f"{panel.name}.png"
         if png.exists():
@@ -139,8 +182,9 @@ def index_page(root: Path) -> str:
 def write_docs(docs: Path, preset: str | None = None, results: Path | None = None,
                source: dict | None = None, only: tuple[str, ...] = ()) -> list[Path]:
     """Snapshot the run in ``results`` (if given) as ``preset`` and write its results pages,
-    then the index, the configuration reference and (in a source tree, from the benchmarks'
-    CSV files) the performance page under ``docs``; ``only``: snapshot just these studies (a run
+    then the index, the configuration reference, the claims tests' calibration table in
+    ``pipeline.md`` and (in a source tree, from the benchmarks' CSV files) the performance page
+    under ``docs``; ``only``: snapshot just these studies (a run
     of one study's target); returns the pages written."""
     root = docs / "results"
     written = []
@@ -155,11 +199,26 @@ def write_docs(docs: Path, preset: str | None = None, results: Path | None = Non
     root.mkdir(parents=True, exist_ok=True)
     pages = {root / "README.md": index_page(root),
              docs / "configuration.md": configuration_page(load_schema())}
+    if (docs / "pipeline.md").exists():
+        pages[docs / "pipeline.md"] = with_power_table((docs / "pipeline.md").read_text())
     if (BENCHMARKS_DIR / "results").is_dir():
         pages[docs / "performance.md"] = performance_page(BENCHMARKS_DIR / "results")
     for path, text in pages.items():
         path.write_text(text)
     return [*written, *pages]
+
+
+POWER_BEGIN = "<!-- power table: generated by python -m workflow_lib docs -->"
+POWER_END = "<!-- end of power table -->"
+
+
+def with_power_table(page: str) -> str:
+    """``page`` (docs/pipeline.md) with the calibration table of the claims tests
+    (``calibration.power_table``) between its markers."""
+    head, rest = page.split(POWER_BEGIN, 1)
+    tail = rest.split(POWER_END, 1)[1]
+    table = power_markdown(power_table())
+    return f"{head}{POWER_BEGIN}\n{table}\n{POWER_END}{tail}"
 
 
 def _rst(text: str) -> str:
@@ -175,9 +234,9 @@ def front_page(claims: dict[str, str], texts: dict[str, list[str]]) -> str:
     citation), inside a Jinja raw block (Snakemake renders the page as a template)."""
     heading = "What self-attention learns from masked language modelling"
     lines = ["{% raw %}", heading, "=" * len(heading), "",
-             "Each claim of the papers, measured by this run. A verdict follows from the "
-             "statistic its criterion names: the 95 % t-interval of the measured value over its "
-             "n independent units, or a p-value.", ""]
+             "Each claim of the papers and each check of the protocol, measured by this run. "
+             "A verdict follows from the pre-registered test its row names: a claim holds when "
+             "its one-sided p is below 0.05 and does not hold when the opposite side's is.", ""]
     for name, path in claims.items():
         table = read_claims(path)
         title, paper = texts[name]

@@ -96,8 +96,10 @@ class Panel:
 @dataclass(frozen=True)
 class Study:
     """A study: ``name`` (its folder), ``title`` (the report's category), ``paper`` (the
-    citation), ``rules``, ``tables`` (the CSV files its tables rule writes), ``panels`` and
-    ``claims`` (its claims table, relative to the results folder)."""
+    citation), ``rules``, ``tables`` (the CSV files its tables rule writes, beside its claims
+    table), ``panels``, ``claims`` (its claims table, relative to the results folder) and
+    ``claims_of`` (``'module:function'`` that computes the claims table from the tables: a dict
+    of table name -> DataFrame)."""
 
     name: str
     title: str
@@ -106,6 +108,16 @@ class Study:
     tables: tuple[str, ...]
     panels: tuple[Panel, ...]
     claims: str
+    claims_of: str
+
+    def table_path(self, name: str) -> str:
+        """The path of table ``name``, relative to the results folder (beside the claims)."""
+        return f"{self.claims.rsplit('/', 1)[0]}/{name}.csv"
+
+    def claims_table(self, tables: Mapping[str, Any]) -> Any:
+        """The claims table (a DataFrame) of ``tables`` (name -> DataFrame)."""
+        module, func = self.claims_of.split(":")
+        return getattr(importlib.import_module(module), func)(dict(tables))
 
     def rule(self, name: str) -> Rule:
         for each in self.rules:

@@ -94,6 +94,7 @@ STUDY = Study(
     tables=("accuracy", "order_parameters", "pc_overlaps", "head_scores", "cumulative_pruning",
             "claims"),
     claims="omniglot/tables/claims.csv",
+    claims_of="workflow_lib.studies.omniglot.claims:omniglot_claims",
     panels=(
         Panel("omniglot_fig3b", ("accuracy",),
               "Attention paths, Fig. 3b: test accuracy on held-out one-shot Omniglot episodes vs "

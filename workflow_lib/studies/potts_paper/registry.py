@@ -96,6 +96,7 @@ STUDY = Study(
              constant(10), constant(2000), local=True),
     ),
     claims="tables/claims.csv",
+    claims_of="workflow_lib.studies.potts_paper.claims:potts_claims",
     tables=("data", "training_history", "training_final", "training_restarts", "training_summary",
             "plm", "replica", "sample_complexity", "sample_complexity_summary",
             "sample_complexity_threshold"),

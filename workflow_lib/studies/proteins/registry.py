@@ -51,6 +51,7 @@ STUDY = Study(
     ),
     tables=("models", "curves", "pairs", "families"),
     claims="proteins/tables/claims.csv",
+    claims_of="workflow_lib.studies.proteins.claims:claims_table",
     panels=(
         Panel("protein_precision", ("curves",),
               "Protein families: precision of the top-ranked residue pairs (|i - j| >= "

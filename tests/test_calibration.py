@@ -1,0 +1,43 @@
+"""Calibration of the claims tests: on synthetic per-unit tables drawn with no effect each kind
+says "holds" at most at the nominal rate, with the stated effect its power grows with n, and the
+t-test's power at small n is the non-central t's."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from workflow_lib import calibration as k
+from workflow_lib import claims as c
+
+REPS = 1000
+SLACK = 3 * math.sqrt(c.ALPHA * (1 - c.ALPHA) / REPS)  # three binomial standard errors
+
+
+@pytest.mark.parametrize("kind", k.KINDS, ids=[kind.name for kind in k.KINDS])
+def test_no_effect_holds_at_most_at_the_nominal_rate(kind):
+    for n in (3, 8):
+        assert k.holds_rate(kind, n, False, REPS) <= c.ALPHA + SLACK, (kind.name, n)
+
+
+@pytest.mark.parametrize("kind", k.KINDS, ids=[kind.name for kind in k.KINDS])
+def test_power_grows_with_the_number_of_units(kind):
+    small, large = k.holds_rate(kind, 3, True, 400), k.holds_rate(kind, 30, True, 400)
+    assert large > max(small, 0.6), (kind.name, small, large)
+
+
+def test_t_power_at_three_units_is_the_noncentral_t():
+    n, d = 3, 1.0
+    expected = stats.nct.sf(stats.t.ppf(1 - c.ALPHA, n - 1), n - 1, d * np.sqrt(n))
+    measured = k.holds_rate(k.KINDS[0], n, True, REPS)
+    assert measured == pytest.approx(expected, abs=3 * math.sqrt(expected / REPS))
+
+
+def test_power_table_has_every_kind_at_every_size():
+    table = k.power_table(reps=50, sizes=(3, 8))
+    assert len(table) == 2 * len(k.KINDS) and table[["size", "power"]].notna().all().all()
+    page = k.power_markdown(table)
+    assert all(kind.name in page for kind in k.KINDS)
