@@ -165,28 +165,29 @@ def test_stage_records_penalty_accuracy_and_near_duplicates(tmp_path):
                    "l2_effective", "first_near_duplicate"):
         assert curve[column].notna().all(), column
     threshold = tables.separability_threshold(curve)
-    assert len(threshold) == 1 and threshold["near_duplicate_M"].iloc[0] == 40
+    assert len(threshold) == 1 and threshold["first_near_duplicate"].iloc[0] <= 40
 
 
 def test_threshold_from_a_hand_made_table():
+    """The edge is the largest M beyond the smallest whose converged fit separates its training
+    set, below the first near-duplicate pair; training data alone decide it."""
     M = [2, 5, 10, 20, 40]
-    rows = {  # realisation: train accuracy, test loss, near duplicates
-        0: ([1, 1, 1, 0.98, 0.95], [3.0, 2.5, 2.8, 2.9, 1.0], [0, 0, 0, 0, 1]),
-        1: ([1, 0.9, 1, 0.9, 0.8], [3.0, 2.0, 1.5, 1.2, 1.0], [0, 1, 1, 1, 1]),
-        2: ([1, 1, 1, 1, 1], [3.0, 2.0, 2.5, 1.2, 1.0], [0, 0, 0, 0, 0]),
-        3: ([0.99, 0.9, 0.9, 0.9, 0.9], [3.0, 2.0, 1.5, 1.2, 1.0], [1, 1, 1, 1, 1]),
+    rows = {  # realisation: train accuracy, converged, first near-duplicate M
+        0: ([1, 1, 1, 0.98, 0.95], [1, 1, 1, 1, 1], 40.0),  # a clean edge after M = 10
+        1: ([1, 1, 1, 0.9, 0.8], [1, 1, 1, 1, 1], 5.0),  # a near duplicate from M = 5: none
+        2: ([1, 1, 1, 1, 1], [1, 1, 1, 1, 0], np.nan),  # separable throughout, M = 40 unconverged
+        3: ([0.99, 1, 0.9, 1, 0.9], [1, 1, 1, 1, 1], np.nan),  # not a clean edge
     }
     curve = pd.concat([pd.DataFrame({
         "realisation": r, "M": M, "alpha": np.array(M) / 10, "train_accuracy": acc,
-        "separable": np.array(acc) == 1, "test_loss": loss,
-        "near_duplicates": np.array(near, bool), "first_near_duplicate": 7.0})
-        for r, (acc, loss, near) in rows.items()], ignore_index=True)  # fmt: skip
+        "converged": np.array(conv, bool), "test_loss": 1.0, "first_near_duplicate": near})
+        for r, (acc, conv, near) in rows.items()], ignore_index=True)  # fmt: skip
     t = tables.separability_threshold(curve).set_index("realisation")
     expected = pd.DataFrame({
-        "threshold_M": [20, 5, np.nan, 2], "threshold_alpha": [2.0, 0.5, np.nan, 0.2],
-        "last_separable_M": [10, 2, 40, np.nan], "separable_beyond": [False, True, False, False],
-        "near_duplicate_M": [40, 5, np.nan, 2], "peak_M": [20, 5, 10, 5],
-        "peak_alpha": [2.0, 0.5, 1.0, 0.5], "peak_at_threshold": [True, True, False, False],
+        "location_M": [10, np.nan, 20, 20], "location_alpha": [1.0, np.nan, 2.0, 2.0],
+        "before_M": [5, np.nan, 10, 10], "after_M": [20, np.nan, 40, 40],
+        "after2_M": [40, np.nan, np.nan, np.nan], "threshold_M": [20, 20, np.nan, 2],
+        "separable_beyond": [False, False, False, True], "M_min": 2.0, "M_max": 40.0,
         "L": 10.0}, index=pd.Index([0, 1, 2, 3], name="realisation"))
     pd.testing.assert_frame_equal(t[expected.columns], expected, check_dtype=False)
 
