@@ -119,9 +119,10 @@ def _potts_tables(excess: list[float], n_real: int = 3) -> dict[str, pd.DataFram
                         "test_loss": [1 + e for e in excess], "recon_error": 0.03})
     plm = pd.concat([plm, plm.assign(kind="factored_from_truth", recon_error=0.015)])
     alphas = np.linspace(0.1, 30, 60)
-    eps = np.where(alphas < 1, alphas, 1 / alphas)
+    eps = np.where(alphas < 1, alphas, 0.5 + 1 / (alphas - 1 + 1e-9))
     replica = pd.concat([
-        pd.DataFrame({"lambda": 1e-4, "alpha": alphas, "source": "theory", "eps": eps}),
+        pd.DataFrame({"lambda": 1e-4, "alpha": alphas, "source": "theory", "eps": eps,
+                      "sigma2": 0.5}),
         pd.DataFrame({"lambda": 1e-4, "alpha": alphas[::4], "source": "simulation",
                       "eps": eps[::4], "z": np.tile([0.5, -0.5, 1.0], 5), "n": 30}),
     ])

@@ -52,6 +52,40 @@ def test_docs_command_writes_a_page_per_study_with_every_claim(tiny_run, tmp_pat
     assert "tiny" in (docs / "results" / "README.md").read_text()
 
 
+def _claims_command(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "workflow_lib", "claims", *args],
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_a_snapshot_recomputes_its_claims_and_a_doctored_table_turns_a_verdict(tiny_run,
+                                                                              tmp_path):
+    docs = tmp_path / "docs"
+    run = subprocess.run([sys.executable, "-m", "workflow_lib", "docs", "--preset", "tiny",
+                          "--results", str(tiny_run / "results"), "--docs", str(docs)],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    snap = docs / "results" / "tiny"
+    check = _claims_command(str(snap), "--check")
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert check.stdout.count("identical") == sum(
+        (snap / f"{s.name}-claims.csv").exists() for s in studies())
+    # factored attention's test loss doctored far above the optimum in every realisation
+    final = snap / "tables" / "potts_paper" / "training_final.csv"
+    table = pd.read_csv(final)
+    factored = table["arch"] == "factored"
+    table.loc[factored, "test_loss"] = table.loc[factored, "optimal_loss"] + 10.0
+    table.to_csv(final, index=False)
+    assert _claims_command(str(snap), "--check").returncode == 1
+    assert _claims_command(str(snap)).returncode == 0
+    claims = pd.read_csv(snap / "potts_paper-claims.csv").set_index("id")
+    assert claims.loc["fig2a.optimal", "verdict"] == "does not hold"
+    # one realisation left: every paired test is not resolved
+    table[table["realisation"] == 0].to_csv(final, index=False)
+    assert _claims_command(str(snap)).returncode == 0
+    claims = pd.read_csv(snap / "potts_paper-claims.csv").set_index("id")
+    assert claims.loc["fig2a.optimal", "verdict"] == "not resolved"
+
+
 def test_report_front_page_holds_every_claim(tiny_run, tmp_path):
     wd = clone(tiny_run, tmp_path / "wf")
     run = snakemake_in(wd, "--report", "report.html")

@@ -108,8 +108,8 @@ def with_floor(df: pd.DataFrame, plm: pd.DataFrame) -> pd.DataFrame:
 
 def replica_table(theory_path: str, simulations_path: str) -> pd.DataFrame:
     """Theory curves and simulation points: lambda, alpha, source (theory | simulation), M,
-    eps (theory, or simulation mean), sem, n and z (simulations: (mean - theory at the same
-    M) / sem)."""
+    eps (theory, or simulation mean), sem, n, z (simulations: (mean - theory at the same
+    M) / sem) and sigma2 (the label noise: the error's floor as alpha grows)."""
     th = read_artefact(theory_path, REPLICA_THEORY, required=("alpha", "eps_saddle"))
     sim = read_artefact(simulations_path, REPLICA_SIMULATIONS, required=("mean", "sem", "z"))
     rows = []
@@ -122,9 +122,7 @@ def replica_table(theory_path: str, simulations_path: str) -> pd.DataFrame:
         rows.append(pd.DataFrame({"lambda": lam, "alpha": sim["alpha"], "source": "simulation",
                                   "M": sim["M"], "eps": sim["mean"][k], "sem": sim["sem"][k],
                                   "n": n, "z": sim["z"][k]}))
-    df = pd.concat(rows, ignore_index=True)
-    df.attrs.update(L=int(th.attrs["L"]), sigma2=float(th.attrs["sigma2"]))
-    return df
+    return pd.concat(rows, ignore_index=True).assign(sigma2=float(th.attrs["sigma2"]))
 
 
 def sample_complexity_table(paths: Iterable[str]) -> pd.DataFrame:
