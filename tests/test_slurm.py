@@ -24,7 +24,7 @@ from workflow_lib.registry import rules
 
 REPO = Path(__file__).resolve().parents[1]
 PY = sys.executable
-WORKFLOW = ["Snakefile", "config.yaml", "config", "slurm", "report", "data"]
+WORKFLOW = ["Snakefile", "rules", "envs", "config.yaml", "config", "slurm", "report", "data"]
 TARGETS = ["results/potts/r0/samples.h5", "results/potts/r1/samples.h5"]
 RUN_TIMEOUT = 15 * 60
 

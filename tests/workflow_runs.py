@@ -48,7 +48,7 @@ TINY_ALL = {
 
 # What a workflow copy holds besides its own workflow_lib (``data`` is linked). Not
 # the quick preset config.yaml: the Snakefile would merge it under the test's config file.
-WORKFLOW_FILES = ("Snakefile", "slurm", "report")
+WORKFLOW_FILES = ("Snakefile", "rules", "envs", "slurm", "report")
 
 
 def write_config(tmp: Path, overrides: dict) -> Path:
