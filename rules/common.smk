@@ -28,7 +28,6 @@ LOGS = f"{RESULTS}/logs"
 BENCHMARKS = f"{RESULTS}/benchmarks"
 REALISATIONS = list(range(CFG["realisations"]))
 THREADS = CFG["compute"]["threads"]
-PY = sys.executable
 REGISTRY = registered_rules()
 STUDY = {each.name: each for each in studies()}
 CAPTION = os.path.join(workflow.basedir, "report", "caption.rst")  # renders params.caption
@@ -36,8 +35,14 @@ TARGETS = {}  # study -> what it adds to the default target (its rules file sets
 # The software of every rule: this checkout's package and its dependencies (`--sdm conda`)
 ENV = os.path.join(workflow.basedir, "envs", "workflow_lib.yaml")
 
-# The shell command of every rule: the stage named by the rule's params, with its job JSON and log.
-STAGE = f"{PY} -m workflow_lib stage {{params.stage}} --job {{params.job:q}} > {{log}} 2>&1"
+# The shell command of every rule: the stage named by the rule's params, with its job JSON and
+# log. Snakemake records the command as the rule's code, so it names no path of this environment
+# or checkout (a copied results folder stays valid elsewhere): ``python`` is found on PATH, where
+# the folder of the interpreter Snakemake runs in comes first (``.venv/bin/snakemake`` finds its
+# own environment without it being activated; jobs inherit PATH, SLURM jobs too).
+STAGE = "python -m workflow_lib stage {params.stage} --job {params.job:q} > {log} 2>&1"
+os.environ.update(PATH=os.pathsep.join([os.path.dirname(sys.executable),
+                                         os.environ.get("PATH", os.defpath)]))
 
 
 def stage_params(name):

@@ -19,7 +19,8 @@ TARGETS["proteins"] = PROT_TARGETS if PROT["enabled"] else []
 # each family's alignment and, when given, its distances (as the config gives them: relative to
 # the Snakefile's folder, or absolute)
 PROT_INPUTS = {
-    each["name"]: {key: from_workflow(each[key]) for key in ("alignment", "distances") if key in each}
+    each["name"]: {key: from_workflow(each[key])
+                   for key in ("alignment", "distances") if key in each}
     for each in PROT["families"]
 }
 
