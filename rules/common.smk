@@ -80,14 +80,20 @@ def threads(name):
 
 def resources(name):
     """Runtime (minutes) and memory (MB) of rule ``name`` from its registry entry, growing with
-    the attempt; a GPU for the rules that use one when ``compute.gpu``."""
+    the attempt; with ``compute.gpu``, for the rules that use one, a GPU (``gpu``, and
+    ``compute.gpu_model`` and ``compute.gpu_partition`` when set: the SLURM executor plugin's
+    ``gpu_model`` and ``slurm_partition``)."""
     entry = REGISTRY[name]
 
     def amount(key):
         return lambda wildcards, attempt: entry.resources(CFG, dict(wildcards.items()), attempt)[key]
 
-    gpu = {"gpu": 1} if entry.gpu and CFG["compute"]["gpu"] else {}
-    return {"runtime": amount("runtime"), "mem_mb": amount("mem_mb"), **gpu}
+    gpu = {}
+    if entry.gpu and CFG["compute"]["gpu"]:
+        gpu = {"gpu": 1, "gpu_model": CFG["compute"]["gpu_model"],
+               "slurm_partition": CFG["compute"]["gpu_partition"]}
+    return {"runtime": amount("runtime"), "mem_mb": amount("mem_mb"),
+            **{key: value for key, value in gpu.items() if value is not None}}
 
 
 def caption(study):
