@@ -36,11 +36,13 @@ TARGETS = {}  # study -> what it adds to the default target (its rules file sets
 ENV = os.path.join(workflow.basedir, "envs", "workflow_lib.yaml")
 
 # The shell command of every rule: the stage named by the rule's params, with its job JSON and
-# log. Snakemake records the command as the rule's code, so it names no path of this environment
-# or checkout (a copied results folder stays valid elsewhere): ``python`` is found on PATH, where
-# the folder of the interpreter Snakemake runs in comes first (``.venv/bin/snakemake`` finds its
-# own environment without it being activated; jobs inherit PATH, SLURM jobs too).
-STAGE = "python -m workflow_lib stage {params.stage} --job {params.job:q} > {log} 2>&1"
+# log; a failed stage's last log line (its one-line error) goes to the terminal too, with its exit
+# status. Snakemake records the command as the rule's code, so it names no path of this
+# environment or checkout (a copied results folder stays valid elsewhere): ``python`` is found on
+# PATH, where the folder of the interpreter Snakemake runs in comes first (``.venv/bin/snakemake``
+# finds its own environment without it being activated; jobs inherit PATH, SLURM jobs too).
+STAGE = ("python -m workflow_lib stage {params.stage} --job {params.job:q} > {log} 2>&1"
+         " || {{ status=$?; tail -n 1 {log} >&2; exit $status; }}")
 os.environ.update(PATH=os.pathsep.join([os.path.dirname(sys.executable),
                                          os.environ.get("PATH", os.defpath)]))
 
