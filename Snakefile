@@ -5,22 +5,20 @@
     snakemake --profile slurm                          # on a SLURM cluster (slurm/config.yaml)
     snakemake --report report.html                     # every figure with its caption
 
-Each study's rules live in its folder, workflow_lib/studies/<study>/rules.smk, and read its
-registry (workflow_lib/studies/<study>/registry.py).
+The rules live in rules/, one file per study, and read each study's registry
+(workflow_lib/studies/<study>/registry.py); rules/common.smk validates the config and holds the
+helpers they share.
 """
-
-import workflow_lib.studies
 
 
 configfile: "config.yaml"
 
 
-include: os.path.join(os.path.dirname(workflow_lib.studies.__file__), "common.smk")
-
-
-for _study in STUDY_NAMES:
-
-    include: study_rules(_study)
+include: "rules/common.smk"
+include: "rules/potts_paper.smk"
+include: "rules/attention_hmm.smk"
+include: "rules/omniglot.smk"
+include: "rules/proteins.smk"
 
 
 REPORT_PAGE = f"{RESULTS}/report.rst"
@@ -35,11 +33,18 @@ rule report_page:
         **{name: f"{RESULTS}/{STUDY[name].claims}" for name, targets in TARGETS.items() if targets},
     output:
         page=REPORT_PAGE,
+    log:
+        f"{LOGS}/report.log",
+    benchmark:
+        f"{BENCHMARKS}/report.tsv"
+    localrule: True
     params:
-        job=job("report_page"),
+        **stage_params("report_page"),
     threads: threads("report_page")
     resources:
         **resources("report_page"),
+    conda:
+        ENV
     shell:
         STAGE
 
@@ -49,6 +54,3 @@ rule all:
     input:
         TARGETS.values(),
         REPORT_PAGE,
-
-
-derive_stage_directives()

@@ -18,7 +18,7 @@ known without pid files; ``Cluster.stop`` cancels the cluster's jobs and ends ex
 Every wait is bounded: a misconfiguration raises ``ClusterError`` with the daemon logs' tail.
 
     reason = slurm_unavailable()          # None, or why SLURM cannot be had (skip with it)
-    cluster = start_cluster(tmp_path)     # Cluster(partition="debug", pids={...}, env={...})
+    cluster = start_cluster(tmp_path)     # Cluster(partition="debug", gpu_partition="gpu", ...)
     ...
     cluster.stop()
 """
@@ -40,7 +40,8 @@ BINARIES = [
     "sinfo", "squeue", "sbatch", "srun", "scancel", "scontrol", "slurmctld", "slurmd", "munged",
 ]
 SBIN = ["/usr/sbin", "/usr/bin", "/sbin", "/bin"]
-PARTITION = "debug"
+PARTITION = "debug"  # the default partition
+GPU_PARTITION = "gpu"  # a second one on the same node (without GPUs), to submit GPU jobs to
 MARKER = "# written by tests/slurm_cluster.py (throwaway test cluster)"
 
 
@@ -119,11 +120,13 @@ def _tail(path: Path, lines: int = 15) -> str:
 @dataclass
 class Cluster:
     """A running local cluster: ``pids`` of the daemons this module started (name -> pid),
-    ``partition`` to submit to, and ``env`` (os.environ plus ``SLURM_CONF``) for clients."""
+    ``partition`` (the default) and ``gpu_partition`` to submit to, and ``env`` (os.environ plus
+    ``SLURM_CONF``) for clients."""
 
     root: Path
     conf: Path
     partition: str
+    gpu_partition: str
     node: str
     cpus: int
     mem_mb: int
@@ -156,8 +159,9 @@ class Cluster:
         (SIGTERM, then SIGKILL after ``timeout`` s). Idempotent."""
         if self.procs.get("slurmctld") and self.procs["slurmctld"].poll() is None:
             try:
-                self.run("scancel", "--full", "--quiet", f"--partition={self.partition}",
-                         timeout=10)
+                for partition in (self.partition, self.gpu_partition):
+                    self.run("scancel", "--full", "--quiet", f"--partition={partition}",
+                             timeout=10)
                 time.sleep(0.5)
             except (OSError, subprocess.SubprocessError):
                 pass
@@ -216,6 +220,7 @@ KillWait=5
 Waittime=0
 NodeName={node} NodeAddr=127.0.0.1 CPUs={cpus} RealMemory={mem_mb} State=UNKNOWN
 PartitionName={PARTITION} Nodes={node} Default=YES MaxTime=INFINITE State=UP
+PartitionName={GPU_PARTITION} Nodes={node} Default=NO MaxTime=INFINITE State=UP
 """
 
 
@@ -268,7 +273,7 @@ def start_cluster(tmpdir: str | Path, timeout: float = 60) -> Cluster:
     conf = root / "slurm.conf"
     conf.write_text(_conf_text(root, node, cpus, mem_mb, _free_ports(2), sock))
 
-    cluster = Cluster(root, conf, PARTITION, node, cpus, mem_mb)
+    cluster = Cluster(root, conf, PARTITION, GPU_PARTITION, node, cpus, mem_mb)
     log = root / "log"
 
     def launch(name: str, cmd: list[str]) -> None:

@@ -123,6 +123,7 @@ def test_corrupt_couplings_give_a_one_line_error_naming_the_file(tiny_run, tmp_p
     assert len(errors) == 1, log
     assert "results/potts/r0/couplings.h5" in errors[0]
     assert re.search(r"not an HDF5 file|unreadable HDF5", errors[0]), errors[0]
+    assert errors[0] in out.splitlines()  # on the terminal too, not only in the log
     assert "Traceback" not in log and "Traceback" not in out
     assert "exit status 2" in out  # the CLI's exit code for ArtefactError
     assert not (wd / TARGETS[0]).exists()  # the forced job's old output is gone, not stale

@@ -19,22 +19,29 @@ import yaml
 
 from tests.slurm_cluster import ClusterError, slurm_unavailable, start_cluster
 from tests.workflow_runs import TINY
-from workflow_lib.config import load_config, merge
+from workflow_lib.config import ConfigError, load_config, merge
 from workflow_lib.registry import rules
 
 REPO = Path(__file__).resolve().parents[1]
 PY = sys.executable
-WORKFLOW = ["Snakefile", "config.yaml", "config", "slurm", "report", "data"]
+WORKFLOW = ["Snakefile", "rules", "envs", "config.yaml", "config", "slurm", "report", "data"]
 TARGETS = ["results/potts/r0/samples.h5", "results/potts/r1/samples.h5"]
 RUN_TIMEOUT = 15 * 60
 
 
-def tiny_config(threads: int = 1, gpu: bool = False) -> dict:
+GPU_MODEL = "tesla"
+
+
+def tiny_config(threads: int = 1, gpu: bool = False, gpu_partition: str = "gpu") -> dict:
     """Seconds-long sampling: L=5, C=3, fixed beta (no tuning), 300 saved configurations, on top
-    of the shared tiny preset (``tests/workflow_runs.py``) so later config checks stay met."""
+    of the shared tiny preset (``tests/workflow_runs.py``) so later config checks stay met. With
+    ``gpu``, the GPU jobs ask for a ``GPU_MODEL`` in ``gpu_partition``."""
+    compute = {"threads": threads, "gpu": gpu}
+    if gpu:
+        compute |= {"gpu_model": GPU_MODEL, "gpu_partition": gpu_partition}
     return merge(TINY, {
         "seed": 0, "realisations": 2, "results": "results",
-        "compute": {"threads": threads, "gpu": gpu},
+        "compute": compute,
         "potts": {"L": 5, "C": 3, "U": "gaussian", "beta": 0.5},
         "sampling": {"protocol": "single_chain", "n_train": 200, "n_test": 100, "burn_in": 100,
                      "sweeps_between": 5, "blocks": 2},
@@ -114,26 +121,38 @@ def test_profile_settings():
     assert prof["executor"] == "slurm"
     assert prof["retries"] >= 1, "failed SLURM jobs must be resubmitted"
     assert prof["latency-wait"] >= 10
-    assert prof["default-resources"]["slurm_partition"]
+    # the site's default partition and account; GPUs through the plugin's resources alone
+    assert not prof.get("default-resources") and not prof.get("set-resources"), prof
+    assert "slurm_extra" not in str(prof) and "gres" not in str(prof), prof
     # sacct is right on a real cluster; the squeue override belongs on the test command line
     assert "slurm-status-command" not in prof
-    assert "slurm_account" not in prof["default-resources"]
+
+
+def test_gpus_turn_on_from_the_command_line():
+    """``--configfile config/gpu.yaml`` after a preset turns GPUs on; a nested ``--config`` value
+    (text) is refused with a line that points there."""
+    gpu = yaml.safe_load((REPO / "config" / "gpu.yaml").read_text())
+    paper = yaml.safe_load((REPO / "config" / "paper.yaml").read_text())
+    assert load_config(merge(paper, gpu))["compute"]["gpu"] is True
+    with pytest.raises(ConfigError, match="config/gpu.yaml"):
+        load_config({"compute": {"gpu": "true"}})
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("gpu", [False, True], ids=["cpu", "gpu"])
 def test_dry_run_resources(tmp_path, gpu):
     """Every job of the default, ``omniglot`` and ``proteins`` targets gets the runtime and
-    memory its registry entry gives for the config and its wildcards, the profile's partition,
-    its threads and, with ``compute.gpu``, a GPU where the registry asks for one."""
+    memory its registry entry gives for the config and its wildcards, its threads (in the dry
+    run too, as the profile's ``cores`` allows) and, with ``compute.gpu``, where the registry asks
+    for one, a GPU of the configured model in the configured partition; every other job no
+    partition (the site's default)."""
     pytest.importorskip("snakemake_executor_plugin_slurm")
     wd = copy_workflow(tmp_path / "wf")
     cfg = tiny_config(threads=3, gpu=gpu)
     (wd / "tiny.yaml").write_text(yaml.safe_dump(cfg))
-    # --cores: a dry run otherwise caps threads at 1 (a real SLURM run does not)
     rc, out = run(
         [PY, "-m", "snakemake", "all", "omniglot", "proteins", "--profile", "slurm", "--dry-run",
-         "--cores", "64", "--configfile", "tiny.yaml"],
+         "--configfile", "tiny.yaml"],
         wd, snakemake_env(), timeout=300,
     )
     assert rc == 0, out[-5000:]
@@ -143,18 +162,17 @@ def test_dry_run_resources(tmp_path, gpu):
     jobs = [(rule, job) for rule, job in dry_run_jobs(out)
             if rule not in ("all", "omniglot", "proteins")]
     assert {rule for rule, _ in jobs} == set(registry), sorted(rule for rule, _ in jobs)
-    partition = str(profile()["default-resources"]["slurm_partition"])
     for rule, job in jobs:
         entry, res = registry[rule], job["resources"]
         want = entry.resources(full, job["wildcards"], attempt=1)
-        assert res.get("slurm_partition") == partition, (rule, res)
         assert res.get("runtime") == str(want["runtime"]), (rule, res, want)
         assert res.get("mem_mb") == str(want["mem_mb"]), (rule, res, want)
         assert job["threads"] == (3 if entry.threaded else 1), (rule, job)
         if entry.gpu and gpu:
-            assert res.get("gpu") == "1", (rule, res)
+            assert res.get("gpu") == "1" and res.get("gpu_model") == GPU_MODEL, (rule, res)
+            assert res.get("slurm_partition") == "gpu", (rule, res)
         else:
-            assert "gpu" not in res, (rule, res)
+            assert not {"gpu", "gpu_model", "gres", "slurm_partition"} & set(res), (rule, res)
 
 
 def test_resources_grow_with_the_preset_and_the_attempt():
@@ -189,14 +207,10 @@ def cluster(tmp_path_factory):
     c.stop()
 
 
-def slurm_workflow(dest: Path, partition: str) -> Path:
-    """The workflow with the repository's profile, its partition set to the local one."""
-    wd = copy_workflow(dest)
-    prof_path = wd / "slurm" / "config.yaml"
-    prof = yaml.safe_load(prof_path.read_text())
-    prof["default-resources"]["slurm_partition"] = partition
-    prof_path.write_text(yaml.safe_dump(prof, sort_keys=False))
-    return wd
+def slurm_workflow(dest: Path) -> Path:
+    """The workflow with the repository's profile as it is: the jobs go to the cluster's default
+    partition."""
+    return copy_workflow(dest)
 
 
 def slurm_command(*args: str) -> list[str]:
@@ -223,7 +237,7 @@ def slurm_jobs(cluster, workdir: Path) -> list[dict]:
 def test_sampling_runs_on_slurm(cluster, tmp_path):
     from workflow_lib.artefacts import read_artefact
 
-    wd = slurm_workflow(tmp_path / "wf", cluster.partition)
+    wd = slurm_workflow(tmp_path / "wf")
     threads = min(2, cluster.cpus)
     (wd / "tiny.yaml").write_text(yaml.safe_dump(tiny_config(threads=threads)))
     t0 = time.monotonic()
@@ -283,11 +297,35 @@ def test_failed_job_is_retried(cluster, tmp_path):
     (wd / "Snakefile").write_text(FLAKY)
     shutil.copytree(REPO / "slurm", wd / "slurm")
     prof = yaml.safe_load((wd / "slurm" / "config.yaml").read_text())
-    prof["default-resources"]["slurm_partition"] = cluster.partition
-    prof["default-resources"]["mem_mb"] = 100
+    prof["default-resources"] = {"mem_mb": 100}
     (wd / "slurm" / "config.yaml").write_text(yaml.safe_dump(prof, sort_keys=False))
     rc, out = run(slurm_command(), wd, snakemake_env(cluster.env), timeout=RUN_TIMEOUT)
     assert rc == 0, f"{out[-8000:]}\n{cluster.logs()}"
     jobs = sorted(slurm_jobs(cluster, wd), key=lambda j: int(j["id"]))
     assert [j["state"] for j in jobs] == ["FAILED", "COMPLETED"], jobs
     assert (wd / "flaky.txt").read_text().strip() == jobs[-1]["id"]
+
+
+@pytest.mark.slurm
+@pytest.mark.slow
+def test_gpu_jobs_ask_through_the_plugins_resources(cluster, tmp_path):
+    """With ``compute.gpu``, a GPU rule's ``sbatch`` asks for the GPU with ``--gpus=MODEL:1`` in
+    the configured partition, with its threads; the CPU rule's goes to the default partition
+    without a GPU. The local cluster has no GPUs, so SLURM itself refuses the GPU job (the
+    request reached ``sbatch`` as the plugin wrote it) and the run fails there."""
+    wd = slurm_workflow(tmp_path / "wf")
+    threads = min(2, cluster.cpus)
+    cfg = tiny_config(threads=threads, gpu=True, gpu_partition=cluster.gpu_partition)
+    (wd / "tiny.yaml").write_text(yaml.safe_dump(cfg))
+    rc, out = run(slurm_command(TARGETS[0], "--configfile", "tiny.yaml", "--retries", "0"), wd,
+                  snakemake_env(cluster.env), timeout=RUN_TIMEOUT)
+    assert rc != 0, out[-5000:]
+    calls = [line for line in out.splitlines() if line.startswith("sbatch call:")]
+    couplings = [c for c in calls if "--comment rule_couplings_" in c]
+    sample = [c for c in calls if "--comment rule_sample_" in c]
+    assert len(couplings) == 1 and len(sample) == 1, calls
+    assert f"-p {cluster.partition} " in couplings[0] and "--gpus" not in couplings[0], couplings
+    assert f"-p {cluster.gpu_partition} " in sample[0], sample
+    assert f"--gpus={GPU_MODEL}:1" in sample[0] and "--gres" not in sample[0], sample
+    assert f"--cpus-per-task={threads}" in sample[0] or f"--cpus-per-gpu={threads}" in sample[0]
+    assert "Invalid generic resource (gres) specification" in out, out[-5000:]

@@ -48,7 +48,7 @@ TINY_ALL = {
 
 # What a workflow copy holds besides its own workflow_lib (``data`` is linked). Not
 # the quick preset config.yaml: the Snakefile would merge it under the test's config file.
-WORKFLOW_FILES = ("Snakefile", "slurm", "report")
+WORKFLOW_FILES = ("Snakefile", "rules", "envs", "slurm", "report")
 
 
 def write_config(tmp: Path, overrides: dict) -> Path:
@@ -88,7 +88,7 @@ def copy_env(wd: Path) -> dict[str, str]:
     return env
 
 
-def snakemake_in(wd: Path, *args: str, timeout: int = 900) -> subprocess.CompletedProcess:
+def snakemake_in(wd: Path, *args: str, timeout: int = 1800) -> subprocess.CompletedProcess:
     """``snakemake ARGS --cores 2 --configfile tiny.yaml`` in the copy ``wd``."""
     cmd = [sys.executable, "-m", "snakemake", *args, "--cores", "2", "--configfile", "tiny.yaml"]
     return subprocess.run(cmd, cwd=wd, env=copy_env(wd), capture_output=True, text=True,

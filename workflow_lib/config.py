@@ -77,6 +77,10 @@ def _allowed(schema: dict) -> str:
     ]
     if "minItems" in schema:
         bounds.append(f"at least {schema['minItems']} item(s)")
+    if "minLength" in schema:
+        bounds.append(f"at least {schema['minLength']} character(s)")
+    if "pattern" in schema:
+        bounds.append(f"matching {schema['pattern']}")
     return types + (" " + " and ".join(bounds) if bounds else "")
 
 
@@ -94,7 +98,12 @@ def _describe(error: jsonschema.ValidationError) -> str:
         return f"{key}: missing key {missing} (required: {', '.join(error.validator_value)})"
     if error.validator == "uniqueItems":
         return f"{key} = {value}: items must be unique"
-    return f"{key} = {value}: must be {_allowed(error.schema)}"
+    text = f"{key} = {value}: must be {_allowed(error.schema)}"
+    if error.validator == "type" and isinstance(error.instance, str) and len(error.path) > 1:
+        # Snakemake's --config KEY={...} reads the values inside the mapping as text
+        text += (" (a value nested in --config KEY={...} arrives as text: set it in a YAML file "
+                 "given with --configfile, e.g. config/gpu.yaml for compute.gpu)")
+    return text
 
 
 def _check_relations(cfg: dict) -> None:

@@ -3,8 +3,8 @@
 Each study folder (``workflow_lib/studies/<name>/``) holds a ``registry.py`` with one ``Study``:
 for each of its rules the stage function it runs, the config slice it depends on, its resources
 (runtime and memory as functions of the config, the wildcards and the attempt), and the study's
-tables, figure panels and captions. The study's ``rules.smk``, the report, the SLURM submissions
-and the command line all read it; nothing about a rule is written anywhere else.
+tables, figure panels and captions. The study's rules file (``rules/<study>.smk``), the report,
+the SLURM submissions and the command line all read it.
 
 Stages take a ``Job``: the rule's input and output paths, the config slice it depends on
 (``params``), its seeds and threads. Stages read and write artefacts; the science lives in the

@@ -1,3 +1,3 @@
 """The studies, one folder each: its registry (rules, tables, panels, captions, resources), its
-``rules.smk``, its stages, tables, figures and claims. ``common.smk`` holds what every study's
-rules use; ``workflow_lib.registry.STUDY_NAMES`` lists the studies."""
+stages, tables, figures and claims. Its Snakemake rules are ``rules/<study>.smk`` in the
+workflow's checkout; ``workflow_lib.registry.STUDY_NAMES`` lists the studies."""

@@ -4,8 +4,8 @@ heads' path-attended inputs, the theory over (N, T) with T chosen on validation 
 posterior samples, head scores, pruning, tables, figures and the claims table.
 
 ``FLOW`` is the study's artefact graph (rule -> the artefacts it reads and the one it writes, by
-name: ``<name>.h5`` in the study's folder); ``rules.smk`` and the runner outside Snakemake
-(``python -m workflow_lib omniglot``) both build on it."""
+name: ``<name>.h5`` in the study's folder); ``rules/omniglot.smk`` and the runner outside
+Snakemake (``python -m workflow_lib omniglot``) both build on it."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 # Protein families: each alignment prepared once, every model fitted per family and held-out
 # split, tables, claims and figures. Its own target, `snakemake proteins`; in the default target
-# when proteins.enabled. Params, threads, resources, captions: registry.py.
+# when proteins.enabled. Config slices, threads, resources, captions:
+# workflow_lib/studies/proteins/registry.py.
 
-import os
 import re
 
 from workflow_lib.proteins.fitting import model_names
@@ -16,18 +16,13 @@ PROT_FIGURES = expand(f"{RESULTS}/figures/{{panel}}.{{ext}}",
                       panel=[panel.name for panel in PROTEINS.panels], ext=("png", "pdf"))
 PROT_TARGETS = [*PROT_FIGURES, f"{RESULTS}/{PROTEINS.claims}"]
 TARGETS["proteins"] = PROT_TARGETS if PROT["enabled"] else []
-
-
-def protein_inputs(wildcards):
-    """The family's alignment and, when given, its distances (given relative to the Snakefile's
-    folder, or absolute)."""
-    entry = {each["name"]: each for each in PROT["families"]}[wildcards.family]
-    files = {"alignment": entry["alignment"]}
-    if "distances" in entry:
-        files["distances"] = entry["distances"]
-    # relative to the working directory, so that a results folder moved with its checkout
-    # keeps its input paths (an absolute path would change and re-run the family)
-    return {k: os.path.relpath(os.path.join(workflow.basedir, v)) for k, v in files.items()}
+# each family's alignment and, when given, its distances (as the config gives them: relative to
+# the Snakefile's folder, or absolute)
+PROT_INPUTS = {
+    each["name"]: {key: from_workflow(each[key])
+                   for key in ("alignment", "distances") if key in each}
+    for each in PROT["families"]
+}
 
 
 wildcard_constraints:
@@ -44,14 +39,20 @@ rule proteins:
 
 rule protein_data:
     input:
-        unpack(protein_inputs),
+        unpack(lambda wildcards: PROT_INPUTS[wildcards.family]),
     output:
         data=f"{PROT_DIR}/{{family}}/data.h5",
+    log:
+        f"{LOGS}/proteins/{{family}}/data.log",
+    benchmark:
+        f"{BENCHMARKS}/proteins/{{family}}/data.tsv"
     params:
-        job=job("protein_data"),
+        **stage_params("protein_data"),
     threads: threads("protein_data")
     resources:
         **resources("protein_data"),
+    conda:
+        ENV
     shell:
         STAGE
 
@@ -61,11 +62,17 @@ rule protein_fit:
         data=rules.protein_data.output.data,
     output:
         fit=f"{PROT_DIR}/{{family}}/r{{r}}/{{model}}.h5",
+    log:
+        f"{LOGS}/proteins/{{family}}/r{{r}}/{{model}}.log",
+    benchmark:
+        f"{BENCHMARKS}/proteins/{{family}}/r{{r}}/{{model}}.tsv"
     params:
-        job=job("protein_fit"),
+        **stage_params("protein_fit"),
     threads: threads("protein_fit")
     resources:
         **resources("protein_fit"),
+    conda:
+        ENV
     shell:
         STAGE
 
@@ -77,11 +84,18 @@ rule protein_tables:
                     r=range(PROT["realisations"]), model=PROT_MODELS),
     output:
         **{name: f"{PROT_DIR}/tables/{name}.csv" for name in PROTEINS.tables},
+    log:
+        f"{LOGS}/proteins/tables/{PROTEINS.tables[0]}.log",
+    benchmark:
+        f"{BENCHMARKS}/proteins/tables/{PROTEINS.tables[0]}.tsv"
+    localrule: True
     params:
-        job=job("protein_tables"),
+        **stage_params("protein_tables"),
     threads: threads("protein_tables")
     resources:
         **resources("protein_tables"),
+    conda:
+        ENV
     shell:
         STAGE
 
@@ -91,28 +105,42 @@ rule protein_claims:
         **{name: f"{PROT_DIR}/tables/{name}.csv" for name in PROTEINS.tables},
     output:
         claims=f"{RESULTS}/{PROTEINS.claims}",
+    log:
+        f"{LOGS}/{stem(PROTEINS.claims)}.log",
+    benchmark:
+        f"{BENCHMARKS}/{stem(PROTEINS.claims)}.tsv"
+    localrule: True
     params:
-        job=job("protein_claims"),
+        **stage_params("protein_claims"),
     threads: threads("protein_claims")
     resources:
         **resources("protein_claims"),
+    conda:
+        ENV
     shell:
         STAGE
 
 
 rule protein_figure:
     input:
-        unpack(lambda wc: {t: f"{PROT_DIR}/tables/{t}.csv" for t in PROTEINS.panel(wc.panel).tables}),
+        unpack(panel_inputs("proteins", f"{PROT_DIR}/tables")),
     output:
         png=report(f"{RESULTS}/figures/{{panel}}.png", caption=CAPTION, category=PROTEINS.title),
         pdf=f"{RESULTS}/figures/{{panel}}.pdf",
+    log:
+        f"{LOGS}/figures/{{panel}}.log",
+    benchmark:
+        f"{BENCHMARKS}/figures/{{panel}}.tsv"
     wildcard_constraints:
         panel="|".join(panel.name for panel in PROTEINS.panels),
+    localrule: True
     params:
-        job=job("protein_figure"),
+        **stage_params("protein_figure"),
         caption=caption("proteins"),
     threads: threads("protein_figure")
     resources:
         **resources("protein_figure"),
+    conda:
+        ENV
     shell:
         STAGE

@@ -1,6 +1,6 @@
 # Attention paths on the hidden-Markov-chain task: path-attended inputs, the order parameter U(N)
-# with GP lines, posterior samples at small N, tables and the Fig. 2c-e panels. Params, threads,
-# resources, captions: registry.py.
+# with GP lines, posterior samples at small N, tables and the Fig. 2c-e panels. Config slices,
+# threads, resources, captions: workflow_lib/studies/attention_hmm/registry.py.
 
 HMM = STUDY["attention_hmm"]
 PATHS = CFG["paths"]
@@ -20,11 +20,17 @@ wildcard_constraints:
 rule paths_features:
     output:
         features=f"{RESULTS}/paths/r{{r}}/{{experiment}}/features.h5",
+    log:
+        f"{LOGS}/paths/r{{r}}/{{experiment}}/features.log",
+    benchmark:
+        f"{BENCHMARKS}/paths/r{{r}}/{{experiment}}/features.tsv"
     params:
-        job=job("paths_features"),
+        **stage_params("paths_features"),
     threads: threads("paths_features")
     resources:
         **resources("paths_features"),
+    conda:
+        ENV
     shell:
         STAGE
 
@@ -34,11 +40,17 @@ rule paths_theory:
         features=rules.paths_features.output.features,
     output:
         theory=f"{RESULTS}/paths/r{{r}}/{{experiment}}/theory.h5",
+    log:
+        f"{LOGS}/paths/r{{r}}/{{experiment}}/theory.log",
+    benchmark:
+        f"{BENCHMARKS}/paths/r{{r}}/{{experiment}}/theory.tsv"
     params:
-        job=job("paths_theory"),
+        **stage_params("paths_theory"),
     threads: threads("paths_theory")
     resources:
         **resources("paths_theory"),
+    conda:
+        ENV
     shell:
         STAGE
 
@@ -48,11 +60,17 @@ rule paths_sample:
         features=rules.paths_features.output.features,
     output:
         samples=f"{RESULTS}/paths/r{{r}}/{{experiment}}/samples_N{{N}}.h5",
+    log:
+        f"{LOGS}/paths/r{{r}}/{{experiment}}/samples_N{{N}}.log",
+    benchmark:
+        f"{BENCHMARKS}/paths/r{{r}}/{{experiment}}/samples_N{{N}}.tsv"
     params:
-        job=job("paths_sample"),
+        **stage_params("paths_sample"),
     threads: threads("paths_sample")
     resources:
         **resources("paths_sample"),
+    conda:
+        ENV
     shell:
         STAGE
 
@@ -69,11 +87,18 @@ rule paths_tables:
         ),
     output:
         **{name: f"{RESULTS}/paths/tables/{name}.csv" for name in HMM.tables},
+    log:
+        f"{LOGS}/paths/tables/{HMM.tables[0]}.log",
+    benchmark:
+        f"{BENCHMARKS}/paths/tables/{HMM.tables[0]}.tsv"
+    localrule: True
     params:
-        job=job("paths_tables"),
+        **stage_params("paths_tables"),
     threads: threads("paths_tables")
     resources:
         **resources("paths_tables"),
+    conda:
+        ENV
     shell:
         STAGE
 
@@ -83,30 +108,42 @@ rule paths_claims:
         **{name: f"{RESULTS}/paths/tables/{name}.csv" for name in HMM.tables},
     output:
         claims=f"{RESULTS}/{HMM.claims}",
+    log:
+        f"{LOGS}/{stem(HMM.claims)}.log",
+    benchmark:
+        f"{BENCHMARKS}/{stem(HMM.claims)}.tsv"
+    localrule: True
     params:
-        job=job("paths_claims"),
+        **stage_params("paths_claims"),
     threads: threads("paths_claims")
     resources:
         **resources("paths_claims"),
+    conda:
+        ENV
     shell:
         STAGE
 
 
 rule paths_figure:
     input:
-        unpack(
-            lambda wc: {t: f"{RESULTS}/paths/tables/{t}.csv" for t in HMM.panel(wc.panel).tables}
-        ),
+        unpack(panel_inputs("attention_hmm", f"{RESULTS}/paths/tables")),
     output:
         png=report(f"{RESULTS}/figures/{{panel}}.png", caption=CAPTION, category=HMM.title),
         pdf=f"{RESULTS}/figures/{{panel}}.pdf",
+    log:
+        f"{LOGS}/figures/{{panel}}.log",
+    benchmark:
+        f"{BENCHMARKS}/figures/{{panel}}.tsv"
     wildcard_constraints:
         panel="|".join(panel.name for panel in HMM.panels),
+    localrule: True
     params:
-        job=job("paths_figure"),
+        **stage_params("paths_figure"),
         caption=caption("attention_hmm"),
     threads: threads("paths_figure")
     resources:
         **resources("paths_figure"),
+    conda:
+        ENV
     shell:
         STAGE

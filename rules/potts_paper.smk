@@ -1,6 +1,7 @@
 # The Potts paper: couplings and Gibbs samples per realisation, MLM training per (architecture,
 # realisation), pseudo-likelihood baselines, the sample-complexity sweep, the replica theory,
-# tables across realisations, figures. Params, threads, resources, captions: registry.py.
+# tables across realisations, figures. Config slices, threads, resources, captions:
+# workflow_lib/studies/potts_paper/registry.py.
 
 from workflow_lib.mlm.architectures import FIG2B, PLM_KINDS, interpolated, wildcard_pattern
 
@@ -16,11 +17,17 @@ TARGETS["potts_paper"] = [*POTTS_FIGURES, f"{RESULTS}/{POTTS.claims}"]
 rule couplings:
     output:
         couplings=f"{RESULTS}/potts/r{{r}}/couplings.h5",
+    log:
+        f"{LOGS}/potts/r{{r}}/couplings.log",
+    benchmark:
+        f"{BENCHMARKS}/potts/r{{r}}/couplings.tsv"
     params:
-        job=job("couplings"),
+        **stage_params("couplings"),
     threads: threads("couplings")
     resources:
         **resources("couplings"),
+    conda:
+        ENV
     shell:
         STAGE
 
@@ -30,11 +37,17 @@ rule sample:
         couplings=rules.couplings.output.couplings,
     output:
         samples=f"{RESULTS}/potts/r{{r}}/samples.h5",
+    log:
+        f"{LOGS}/potts/r{{r}}/samples.log",
+    benchmark:
+        f"{BENCHMARKS}/potts/r{{r}}/samples.tsv"
     params:
-        job=job("sample"),
+        **stage_params("sample"),
     threads: threads("sample")
     resources:
         **resources("sample"),
+    conda:
+        ENV
     shell:
         STAGE
 
@@ -44,13 +57,19 @@ rule train:
         samples=rules.sample.output.samples,
     output:
         model=f"{RESULTS}/train/{{arch}}/r{{r}}.h5",
+    log:
+        f"{LOGS}/train/{{arch}}/r{{r}}.log",
+    benchmark:
+        f"{BENCHMARKS}/train/{{arch}}/r{{r}}.tsv"
     wildcard_constraints:
         arch=wildcard_pattern(),
     params:
-        job=job("train"),
+        **stage_params("train"),
     threads: threads("train")
     resources:
         **resources("train"),
+    conda:
+        ENV
     shell:
         STAGE
 
@@ -60,13 +79,19 @@ rule plm:
         samples=rules.sample.output.samples,
     output:
         fit=f"{RESULTS}/plm/{{kind}}/r{{r}}.h5",
+    log:
+        f"{LOGS}/plm/{{kind}}/r{{r}}.log",
+    benchmark:
+        f"{BENCHMARKS}/plm/{{kind}}/r{{r}}.tsv"
     wildcard_constraints:
         kind="|".join(PLM_KINDS),
     params:
-        job=job("plm"),
+        **stage_params("plm"),
     threads: threads("plm")
     resources:
         **resources("plm"),
+    conda:
+        ENV
     shell:
         STAGE
 
@@ -76,11 +101,17 @@ rule sample_complexity:
         samples=rules.sample.output.samples,
     output:
         curve=f"{RESULTS}/sample_complexity/r{{r}}.h5",
+    log:
+        f"{LOGS}/sample_complexity/r{{r}}.log",
+    benchmark:
+        f"{BENCHMARKS}/sample_complexity/r{{r}}.tsv"
     params:
-        job=job("sample_complexity"),
+        **stage_params("sample_complexity"),
     threads: threads("sample_complexity")
     resources:
         **resources("sample_complexity"),
+    conda:
+        ENV
     shell:
         STAGE
 
@@ -88,11 +119,17 @@ rule sample_complexity:
 rule replica_theory:
     output:
         theory=f"{RESULTS}/theory/replica_theory.h5",
+    log:
+        f"{LOGS}/theory/replica_theory.log",
+    benchmark:
+        f"{BENCHMARKS}/theory/replica_theory.tsv"
     params:
-        job=job("replica_theory"),
+        **stage_params("replica_theory"),
     threads: threads("replica_theory")
     resources:
         **resources("replica_theory"),
+    conda:
+        ENV
     shell:
         STAGE
 
@@ -100,11 +137,17 @@ rule replica_theory:
 rule replica_sims:
     output:
         simulations=f"{RESULTS}/theory/replica_simulations.h5",
+    log:
+        f"{LOGS}/theory/replica_simulations.log",
+    benchmark:
+        f"{BENCHMARKS}/theory/replica_simulations.tsv"
     params:
-        job=job("replica_sims"),
+        **stage_params("replica_sims"),
     threads: threads("replica_sims")
     resources:
         **resources("replica_sims"),
+    conda:
+        ENV
     shell:
         STAGE
 
@@ -119,11 +162,18 @@ rule aggregate:
         simulations=rules.replica_sims.output.simulations,
     output:
         **{name: f"{RESULTS}/tables/{name}.csv" for name in POTTS.tables},
+    log:
+        f"{LOGS}/tables/{POTTS.tables[0]}.log",
+    benchmark:
+        f"{BENCHMARKS}/tables/{POTTS.tables[0]}.tsv"
+    localrule: True
     params:
-        job=job("aggregate"),
+        **stage_params("aggregate"),
     threads: threads("aggregate")
     resources:
         **resources("aggregate"),
+    conda:
+        ENV
     shell:
         STAGE
 
@@ -133,36 +183,44 @@ rule claims:
         **{name: f"{RESULTS}/tables/{name}.csv" for name in POTTS.tables},
     output:
         claims=f"{RESULTS}/{POTTS.claims}",
+    log:
+        f"{LOGS}/{stem(POTTS.claims)}.log",
+    benchmark:
+        f"{BENCHMARKS}/{stem(POTTS.claims)}.tsv"
+    localrule: True
     params:
-        job=job("claims"),
+        **stage_params("claims"),
     threads: threads("claims")
     resources:
         **resources("claims"),
+    conda:
+        ENV
     shell:
         STAGE
 
 
-def panel_inputs(wildcards):
-    """The panel's tables (Fig. 2b: the trained models of realisation 0)."""
-    tables = {t: f"{RESULTS}/tables/{t}.csv" for t in POTTS.panel(wildcards.panel).tables}
-    if wildcards.panel == "fig2b":
-        tables["models"] = [f"{RESULTS}/train/{a}/r0.h5" for a in FIG2B if a in ARCHS]
-    return tables
-
-
 rule figure:
     input:
-        unpack(panel_inputs),
+        # Fig. 2b also draws the trained models of realisation 0
+        unpack(panel_inputs("potts_paper", f"{RESULTS}/tables", fig2b={
+            "models": [f"{RESULTS}/train/{a}/r0.h5" for a in FIG2B if a in ARCHS]})),
     output:
         png=report(f"{RESULTS}/figures/{{panel}}.png", caption=CAPTION, category=POTTS.title),
         pdf=f"{RESULTS}/figures/{{panel}}.pdf",
+    log:
+        f"{LOGS}/figures/{{panel}}.log",
+    benchmark:
+        f"{BENCHMARKS}/figures/{{panel}}.tsv"
     wildcard_constraints:
         panel="|".join(PANELS),
+    localrule: True
     params:
-        job=job("figure"),
+        **stage_params("figure"),
         caption=caption("potts_paper"),
     threads: threads("figure")
     resources:
         **resources("figure"),
+    conda:
+        ENV
     shell:
         STAGE

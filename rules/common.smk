@@ -1,0 +1,125 @@
+# Config validation (before any job starts) and the helpers every rules file uses. Each rule
+# states its input, output, log, benchmark, params, threads and resources; the values of the last
+# three come from its study's registry (workflow_lib/studies/<study>/registry.py):
+#
+#     params:
+#         **stage_params("train"),    stage name, job JSON, code digest, config-slice digest
+#     threads: threads("train")
+#     resources:
+#         **resources("train"),       runtime, mem_mb (growing with the attempt), gpu
+#     shell:
+#         STAGE                       python -m workflow_lib stage {params.stage} ...
+import json
+import os
+import sys
+
+from workflow_lib.code_digest import stage_digest
+from workflow_lib.config import ConfigError, digest, load_config
+from workflow_lib.registry import rules as registered_rules, studies
+
+try:
+    CFG = load_config(config)
+except ConfigError as exc:
+    sys.stderr.write(f"config error: {exc}\n")
+    sys.exit(1)
+
+RESULTS = CFG["results"]
+LOGS = f"{RESULTS}/logs"
+BENCHMARKS = f"{RESULTS}/benchmarks"
+REALISATIONS = list(range(CFG["realisations"]))
+THREADS = CFG["compute"]["threads"]
+REGISTRY = registered_rules()
+STUDY = {each.name: each for each in studies()}
+CAPTION = os.path.join(workflow.basedir, "report", "caption.rst")  # renders params.caption
+TARGETS = {}  # study -> what it adds to the default target (its rules file sets it)
+# The software of every rule: this checkout's package and its dependencies (`--sdm conda`)
+ENV = os.path.join(workflow.basedir, "envs", "workflow_lib.yaml")
+
+# The shell command of every rule: the stage named by the rule's params, with its job JSON and
+# log; a failed stage's last log line (its one-line error) goes to the terminal too, with its exit
+# status. Snakemake records the command as the rule's code, so it names no path of this
+# environment or checkout (a copied results folder stays valid elsewhere): ``python`` is found on
+# PATH, where the folder of the interpreter Snakemake runs in comes first (``.venv/bin/snakemake``
+# finds its own environment without it being activated; jobs inherit PATH, SLURM jobs too).
+STAGE = ("python -m workflow_lib stage {params.stage} --job {params.job:q} > {log} 2>&1"
+         " || {{ status=$?; tail -n 1 {log} >&2; exit $status; }}")
+os.environ.update(PATH=os.pathsep.join([os.path.dirname(sys.executable),
+                                         os.environ.get("PATH", os.defpath)]))
+
+
+def stage_params(name):
+    """The params of the registered ``name`` (a dict): ``stage`` (the stage it runs), ``job`` (the
+    ``--job`` JSON: input/output paths, config slice, threads), ``code`` (the digest of the
+    package files its stage function imports, transitively: a code edit re-runs exactly the rules
+    whose stage reaches it) and ``config`` (the digest of its config slice for the wildcards: a
+    config edit re-runs exactly the jobs whose slice it changes)."""
+    entry = REGISTRY[name]
+
+    def job(wildcards, input, output, threads):
+        return json.dumps(
+            {
+                "input": dict(input.items()),
+                "output": dict(output.items()),
+                "params": entry.params(CFG, dict(wildcards.items())),
+                "threads": threads,
+            },
+            sort_keys=True,
+        )
+
+    # ``config`` reads the wildcards alone, so that Snakemake records it and re-runs the job when
+    # it changes (``job`` also reads the input and output paths, and Snakemake leaves such params
+    # out of its params trigger)
+    def config_slice(wildcards):
+        return digest(entry.params(CFG, dict(wildcards.items())))
+
+    return {"stage": name, "job": job, "code": stage_digest(entry.stage), "config": config_slice}
+
+
+def threads(name):
+    """``compute.threads`` for the rules that use them, else one."""
+    return THREADS if REGISTRY[name].threaded else 1
+
+
+def resources(name):
+    """Runtime (minutes) and memory (MB) of rule ``name`` from its registry entry, growing with
+    the attempt; with ``compute.gpu``, for the rules that use one, a GPU (``gpu``, and
+    ``compute.gpu_model`` and ``compute.gpu_partition`` when set: the SLURM executor plugin's
+    ``gpu_model`` and ``slurm_partition``)."""
+    entry = REGISTRY[name]
+
+    def amount(key):
+        return lambda wildcards, attempt: entry.resources(CFG, dict(wildcards.items()), attempt)[key]
+
+    gpu = {}
+    if entry.gpu and CFG["compute"]["gpu"]:
+        gpu = {"gpu": 1, "gpu_model": CFG["compute"]["gpu_model"],
+               "slurm_partition": CFG["compute"]["gpu_partition"]}
+    return {"runtime": amount("runtime"), "mem_mb": amount("mem_mb"),
+            **{key: value for key, value in gpu.items() if value is not None}}
+
+
+def caption(study):
+    """The caption of a figure rule's panel, from the study's registry."""
+    return lambda wildcards: STUDY[study].panel(wildcards.panel).caption
+
+
+def panel_inputs(study, tables, **extra):
+    """The input function of study ``study``'s figure rule: the tables the panel is drawn from
+    (``<tables>/<name>.csv`` by name) and, for a panel named in ``extra``, its files too."""
+
+    def files(wildcards):
+        panel = STUDY[study].panel(wildcards.panel)
+        return {t: f"{tables}/{t}.csv" for t in panel.tables} | extra.get(wildcards.panel, {})
+
+    return files
+
+
+def stem(path):
+    """``path`` without its extension: a rule's log and benchmark are named after its output."""
+    return os.path.splitext(path)[0]
+
+
+def from_workflow(path):
+    """A path the config gives relative to the Snakefile's folder (or absolute), relative to the
+    working directory: a results folder moved with its checkout keeps its input paths."""
+    return os.path.relpath(os.path.join(workflow.basedir, path))
