@@ -9,7 +9,7 @@ minimum is not the truth (the fit moves wherever the sample's accidents lower th
 so a fit from random starts is judged against this floor as well as against the optimal loss.
 
 - ``factored``: ``J_ij(a, b) = A_ij V_ab`` — exactly the factored-attention MLM objective on all
-  sites (``train.full_loss``), penalised by ``l2 (||A||^2 + ||V||^2)`` (``l2_factored``).
+  sites (``objective.full_loss``), penalised by ``l2 (||A||^2 + ||V||^2)`` (``l2_factored``).
   Non-convex: see the starts below.
 - ``full``: unconstrained asymmetric couplings ``J: (L, L, C, C)``, ``J[i, j, a, b] = J_ij(a, b)``
   (diagonal blocks held at 0), conditional ``P(s_i = a | rest) ∝ exp(sum_{j != i} J_ij(a, s_j))``.
@@ -52,6 +52,7 @@ from jax.flatten_util import ravel_pytree
 from workflow_lib.config import schema_defaults
 from workflow_lib.mlm.architectures import PLM_KINDS
 from workflow_lib.mlm.lbfgs import minimize
+from workflow_lib.mlm.metrics import reconstruction, sq_norm
 from workflow_lib.mlm.models import (
     ArchSpec,
     Params,
@@ -59,7 +60,6 @@ from workflow_lib.mlm.models import (
     init,
     predict_all_sites,
 )
-from workflow_lib.mlm.train import reconstruction, sq_norm
 from workflow_lib.potts.model import optimal_loss
 from workflow_lib.sequences import in_training_set
 
