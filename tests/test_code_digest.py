@@ -98,7 +98,7 @@ def _changed(before: dict[str, str], after: dict[str, str]) -> set[str]:
 @pytest.mark.slow
 def test_deep_edit_changes_exactly_the_dependent_stages(package):
     before = _digests(package)
-    with open(package / "potts" / "diagnostics.py", "a") as f:  # stage -> sampling -> diagnostics
+    with open(package / "potts" / "diagnostics.py", "a") as f:  # stage -> datasets -> diagnostics
         f.write("\n# an edit\n")
     assert _changed(before, _digests(package)) == {"sample"}
     before = _digests(package)

@@ -141,7 +141,7 @@ def test_editing_code_reruns_only_dependent_rules(tiny_run, tmp_path):
     # each edit is cumulative: module edited -> jobs planned (both realisations)
     for module, jobs in (
         ("mlm/models.py", {}),  # not reached by the stages of these targets
-        ("potts/gibbs.py", {"sample": 2}),  # stage -> potts.sampling -> potts.gibbs
+        ("potts/gibbs.py", {"sample": 2}),  # stage -> potts.protocols -> potts.gibbs
         ("potts/model.py", {"couplings": 2, "sample": 2}),  # reached by both stages
     ):
         with open(wd / "workflow_lib" / module, "a") as f:
