@@ -64,7 +64,7 @@ def processes_under(path: Path) -> list[str]:
 def test_killed_run_leaves_no_complete_looking_output_and_resumes(tmp_path):
     wd = copy_workflow(tmp_path / "wf")
     cfg = tiny_config()
-    cfg["sampling"].update(sweeps_between=12000, blocks=50)  # ~5 s of sampling on 2 cores
+    cfg["sampling"].update(sweeps_between=12000, blocks=50)  # long enough to kill mid-run
     (wd / "tiny.yaml").write_text(yaml.safe_dump(cfg))
     target = wd / TARGETS[0]
     log = wd / "results/logs/potts/r0/samples.log"

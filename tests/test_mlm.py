@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 import workflow_lib  # noqa: F401  (enables float64)
-from workflow_lib import sequences as overlap
+from workflow_lib import sequences
 from workflow_lib.artefacts import MLM_TRAIN, POTTS_SAMPLES, read_artefact, write_artefact
 from workflow_lib.config import schema_defaults
 from workflow_lib.mlm import batching, loop, metrics, models, objective, plm, train
@@ -25,8 +25,7 @@ from workflow_lib.potts.model import (
     random_couplings,
 )
 from workflow_lib.registry import Job
-from workflow_lib.studies.potts_paper import stages_fits as stages_mlm
-from workflow_lib.studies.potts_paper import tables as aggregate
+from workflow_lib.studies.potts_paper import stages_fits, tables
 
 jax.config.update("jax_enable_x64", True)  # explicit, in case this module runs first
 
@@ -338,9 +337,9 @@ def test_convergence_criterion():
 def test_in_training_set():
     train_seqs = np.array([[0, 1, 2], [2, 2, 2]])
     test_seqs = np.array([[2, 2, 2], [0, 1, 1], [0, 1, 2], [1, 0, 2]], np.uint8)  # dtypes differ
-    np.testing.assert_array_equal(overlap.in_training_set(train_seqs, test_seqs),
+    np.testing.assert_array_equal(sequences.in_training_set(train_seqs, test_seqs),
                                   [True, False, True, False])  # fmt: skip
-    assert overlap.n_distinct(np.array([[0, 1], [0, 1], [1, 1]], np.uint8)) == 2
+    assert sequences.n_distinct(np.array([[0, 1], [0, 1], [1, 1]], np.uint8)) == 2
 
 
 def _samples(path, train_seqs, test_seqs, J, U):
@@ -364,20 +363,20 @@ def test_convergence_recorded_and_unconverged_flagged(potts, tmp_path):
         out = tmp_path / f"factored_{epochs}.h5"
         job = Job(input={"samples": str(tmp_path / "samples.h5")}, output={"model": str(out)},
                   params={"seed": 0, "realisation": 0, "arch": "factored", "training": training})
-        stages_mlm.train(job)
+        stages_fits.train(job)
         paths.append(str(out))
     long, short = (read_artefact(p, MLM_TRAIN) for p in paths)
     assert long.attrs["converged"] and not short.attrs["converged"]
     assert long.attrs["rel_improvement"] < long.attrs["convergence_tol"] == 1e-3
     assert short.attrs["rel_improvement"] > 1e-3
     assert "relative improvement" in long.attrs["convergence_criterion"]
-    in_train = overlap.in_training_set(train_seqs, test_seqs)
+    in_train = sequences.in_training_set(train_seqs, test_seqs)
     assert long.attrs["test_overlap"] == pytest.approx(np.mean(in_train)) and in_train.any()
     spec = models.arch_spec("factored", {}, L, C)
     params = {"A": jnp.asarray(long["params/A"]), "V": jnp.asarray(long["params/V"])}
     heldout = float(objective.full_loss(spec, params, jnp.asarray(test_seqs[~in_train])))
     np.testing.assert_allclose(long.attrs["test_loss_heldout"], heldout, rtol=1e-5)
-    _, final, restarts = aggregate.training_tables(paths)
+    _, final, restarts = tables.training_tables(paths)
     assert final["converged"].tolist() == [True, False]
     # every restart's final losses; the best by training loss is the run's
     assert len(restarts) == 2 * training["restarts"] == 2 * len(long["restarts/test_loss"])
@@ -387,7 +386,7 @@ def test_convergence_recorded_and_unconverged_flagged(potts, tmp_path):
     plm_df = pd.DataFrame(columns=["kind", "realisation", "converged", "grad_norm", "grad_tol",
                                    "stop_reason"]).astype({"converged": bool})  # fmt: skip
     curve = pd.DataFrame({"realisation": [0], "M": [10], "converged": [True]})
-    lines = aggregate.warnings(final, plm_df, curve)
+    lines = tables.warnings(final, plm_df, curve)
     flagged = [line for line in lines if line.startswith("train ")]
     assert flagged == [f"train factored r0: NOT CONVERGED (relative improvement "
                        f"{short.attrs['rel_improvement']:.1e}, max |gradient| "

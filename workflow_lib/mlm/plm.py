@@ -159,8 +159,8 @@ def effective_l2(l2: float, penalty: str, n_seqs: int, L: int) -> float:
 def distinct_with_weights(seqs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The distinct rows of ``seqs: (M, L)`` and their frequencies ``(M_distinct,)``: the
     pseudo-likelihood is a sum over sequences, so a weighted sum over the distinct ones is the
-    same objective (one chain in a glassy phase repeats its sequences: 519 distinct of 3000 on
-    the paper-scale realisation 0: a value and gradient about 10x cheaper)."""
+    same objective (one chain in a glassy phase repeats its sequences: a value and gradient
+    cost in proportion to the distinct ones)."""
     distinct, counts = np.unique(seqs, axis=0, return_counts=True)
     return distinct, counts / len(seqs)
 

@@ -25,7 +25,7 @@ import numpy as np
 from workflow_lib.potts import model
 from workflow_lib.potts.protocols import run_protocol
 
-log = logging.getLogger("workflow_lib.sampling")
+log = logging.getLogger("workflow_lib.potts")
 
 
 class TuningError(ValueError):

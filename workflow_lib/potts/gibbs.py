@@ -42,7 +42,7 @@ from workflow_lib.potts.model import energy
 
 Array = jax.Array
 F32 = jnp.float32
-log = logging.getLogger("workflow_lib.gibbs")
+log = logging.getLogger("workflow_lib.potts")
 # The workflow's jobs compile with XLA:CPU's fusion emitters off (``workflow_lib.__main__``:
 # faster compilation of the short programs); the sweep kernels, the one hot loop, keep them on
 # (more updates/s in batches: ``benchmarks/bench_gibbs.py``). Ignored off the CPU.
@@ -135,8 +135,8 @@ def outside_fields(state: Array, i0: Array | int, K: int, bJ: Array, Urows: Arra
 
     ``state: (L, B)`` int32; ``bJ = beta * J``: ``(L, L)`` shared or ``(L, L, B)`` per chain;
     row ``offset + c`` of ``Urows: (M, C)`` is ``U[:, c]`` of a chain (``offset``: 0 or
-    ``(B,)``), so a gather reads C contiguous numbers (1.1-2.8x the updates/s of gathering
-    columns, most with many chains; ``benchmarks/bench_gibbs.py``). Indices are in range, so
+    ``(B,)``), so a gather reads C contiguous numbers (more updates/s than gathering columns,
+    most with many chains: ``benchmarks/bench_gibbs.py``). Indices are in range, so
     gathers use ``mode="clip"`` (``take``'s default NaN fill costs).
     """
     L = state.shape[0]

@@ -27,7 +27,7 @@ import numpy as np
 from workflow_lib.potts.beta_tuning import Tuning, TuningError, crossing, tune_beta
 from workflow_lib.potts.datasets import Dataset, draw_datasets
 
-log = logging.getLogger("workflow_lib.sampling")
+log = logging.getLogger("workflow_lib.potts")
 
 MAX_LOG_STEP = 0.5  # largest Newton correction of log beta after a missed target
 
