@@ -15,33 +15,6 @@ def test_summarise_mean_sem_n():
     assert out.loc["a", "n"] == 3 and out.loc["b", "n"] == 1 and np.isnan(out.loc["b", "sem"])
 
 
-def test_peak_of_group_means():
-    df = pd.DataFrame({"M": [2, 2, 20, 20, 200], "loss": [1.0, 1.2, 3.0, 2.0, 0.5]})
-    p = tables.peak(df, "M", "loss")
-    assert p["M"] == 20 and p["loss"] == pytest.approx(2.5) and p["n"] == 2
-    assert p["sem"] == pytest.approx(0.5)
-    assert not p["resolved"]  # n = 1 at M = 200: no error bar, nothing resolved
-    # the smallest M (near-uniform prediction) is left out
-    df = pd.DataFrame({"M": [2, 5, 10, 20, 50], "loss": [1.6, 0.9, 1.0, 0.8, 0.3]})
-    assert tables.peak(df, "M", "loss")["M"] == 10
-    # the global maximum beyond the smallest M, wherever it is: a late rise wins over an early bump
-    df = pd.DataFrame({"M": [2, 5, 10, 20, 50], "loss": [1.6, 0.9, 1.0, 0.8, 1.2]})
-    p = tables.peak(df, "M", "loss")
-    assert p["M"] == 50 and not p["resolved"]  # the last point: nothing after it
-    # a monotone curve peaks right after its smallest M
-    df = pd.DataFrame({"M": [2, 5, 10], "loss": [3.0, 2.0, 1.0]})
-    assert tables.peak(df, "M", "loss")["M"] == 5
-
-
-def test_peak_resolved_only_beyond_error_bars():
-    base = {"M": [2, 2, 10, 10, 50, 50]}
-    tight = pd.DataFrame({**base, "loss": [2.0, 2.0, 1.5, 1.6, 1.0, 1.1]})
-    assert tables.peak(tight, "M", "loss")["resolved"]  # gap 0.5, s.e.m. 0.05 each
-    wide = pd.DataFrame({**base, "loss": [2.0, 2.0, 1.0, 2.2, 1.0, 1.1]})
-    p = tables.peak(wide, "M", "loss")
-    assert p["M"] == 10 and not p["resolved"]  # gap 0.55 < sqrt(0.6^2 + 0.05^2)
-
-
 def test_warnings_overlap_and_convergence():
     final = pd.DataFrame({"arch": ["factored", "vanilla1"], "model": ["factored", "transformer"],
                           "realisation": [0, 0],
@@ -86,7 +59,7 @@ def synthetic_history() -> pd.DataFrame:
 def test_figure_panels_render():
     history = synthetic_history()
     fig = figures.fig2a_test_loss(history)
-    assert fig.axes[0].get_ylabel() == "test loss (nats)"
+    assert fig.axes[0].get_ylabel() == "test loss (nats per masked site)"
     assert len(fig.axes[0].lines) == 4  # three architectures + the optimal loss
     floor = pd.DataFrame({"kind": "factored_from_truth", "realisation": [0, 1],
                           "test_loss": [0.4, 0.5]})
@@ -107,12 +80,16 @@ def test_figure_panels_render():
     J = np.random.default_rng(0).normal(size=(5, 5))
     fig = figures.fig2b_attention_maps(J, {"factored": J, "vanilla1": np.abs(J)})
     assert len(fig.axes) == 6  # three maps, each with its colour bar
-    curve = pd.DataFrame({"realisation": [0, 0, 0], "alpha": [0.1, 1.0, 10.0],
-                          "test_loss": [1.0, 2.0, 0.5], "optimal_loss": 0.3})
-    peak_table = tables.peak(curve, "alpha", "test_loss").to_frame().T
-    fig = figures.fig3_right_sample_complexity(curve, peak_table)
+    loss = {2: 2.0, 10: 1.4, 20: 3.0, 40: 1.5, 80: 0.8}  # separable up to M = 20 (L = 10)
+    curve = pd.DataFrame([{"realisation": k, "M": m, "alpha": m / 10, "test_loss": loss[m] + k,
+                           "optimal_loss": 0.3, "converged": True,
+                           "train_accuracy": 1.0 if m <= 20 else 0.9,
+                           "first_near_duplicate": np.nan} for k in (0, 1) for m in loss])
+    fig = figures.fig3_right_sample_complexity(curve, tables.separability_threshold(curve))
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
-    assert "largest mean at M/L = 1 (not resolved)" in labels
+    assert any(label.startswith("separability edge M*/L (median of 2): peak ")
+               for label in labels)
+    assert fig.axes[0].get_ylabel() == "test loss (nats per masked site)"
 
 
 def test_excess_over_the_data_sets_floor():
