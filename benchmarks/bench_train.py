@@ -40,9 +40,11 @@ from record import Recorder, default_csv
 
 import workflow_lib  # noqa: F401  (float64 on)
 from workflow_lib.config import schema_default
+from workflow_lib.mlm.compiled import CompiledRuns
 from workflow_lib.mlm.models import ARCHS, arch_spec, init
+from workflow_lib.mlm.objective import mlm_loss
 from workflow_lib.mlm.plm import fit_plm
-from workflow_lib.mlm.train import mlm_loss, train_mlm
+from workflow_lib.mlm.train import train_mlm
 from workflow_lib.potts.gibbs import independent_chains
 from workflow_lib.potts.model import random_colour_couplings, random_couplings
 
@@ -65,9 +67,12 @@ def make_data(seed: int = 0) -> dict[str, np.ndarray]:
     return {"train": seqs[:M_TRAIN], "test": seqs[M_TRAIN:], "J": np.asarray(J), "U": np.asarray(U)}
 
 
+PROGRAMS = CompiledRuns()  # "warm": fits with equal shapes in this process compile once
+
+
 def fit(arch: str, cfg: dict, data: dict[str, np.ndarray]):
     return train_mlm(arch, cfg, data["train"], data["test"], data["J"], data["U"], BETA,
-                     jax.random.key(1))  # fmt: skip
+                     jax.random.key(1), PROGRAMS)  # fmt: skip
 
 
 def step_flops(arch: str, cfg: dict, batch: int) -> float:

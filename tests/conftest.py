@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # runs on one worker, so each is built once.
 SHARED_FIXTURES = ("tiny_run", "cluster", "solution_n10")
 # A test using one of these runs the workflow or builds something for a minute: marked slow, so
-# that ``pytest -m "not slow"`` is the fast loop (unit tests, about a minute on 2 cores).
+# that ``pytest -m "not slow"`` is the fast loop (unit tests only).
 SLOW_FIXTURES = SHARED_FIXTURES
 
 

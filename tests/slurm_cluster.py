@@ -62,7 +62,7 @@ def slurm_unavailable(install: bool = True, timeout: float = 300) -> str | None:
     """``None`` when SLURM and MUNGE binaries are usable, else the reason to skip.
 
     When binaries are missing, we are root and ``apt-get`` exists, the Debian packages are
-    installed (``--no-install-recommends``; about 10 s). Starting daemons needs root too.
+    installed (``--no-install-recommends``). Starting daemons needs root too.
     """
     if os.name != "posix" or not hasattr(os, "geteuid"):
         return "a local SLURM cluster needs a POSIX host"

@@ -4,43 +4,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from workflow_lib.studies.potts_paper import figures
-from workflow_lib.studies.potts_paper import tables as aggregate
+from workflow_lib.studies.potts_paper import figures, tables
 
 
 def test_summarise_mean_sem_n():
     df = pd.DataFrame({"g": ["a", "a", "a", "b"], "x": [1.0, 2.0, 4.0, 5.0]})
-    out = aggregate.summarise(df, ["g"], ["x"]).set_index("g")
+    out = tables.summarise(df, ["g"], ["x"]).set_index("g")
     assert out.loc["a", "mean"] == pytest.approx(7 / 3)
     assert out.loc["a", "sem"] == pytest.approx(np.std([1, 2, 4], ddof=1) / np.sqrt(3))
     assert out.loc["a", "n"] == 3 and out.loc["b", "n"] == 1 and np.isnan(out.loc["b", "sem"])
-
-
-def test_peak_of_group_means():
-    df = pd.DataFrame({"M": [2, 2, 20, 20, 200], "loss": [1.0, 1.2, 3.0, 2.0, 0.5]})
-    p = aggregate.peak(df, "M", "loss")
-    assert p["M"] == 20 and p["loss"] == pytest.approx(2.5) and p["n"] == 2
-    assert p["sem"] == pytest.approx(0.5)
-    assert not p["resolved"]  # n = 1 at M = 200: no error bar, nothing resolved
-    # the smallest M (near-uniform prediction) is left out
-    df = pd.DataFrame({"M": [2, 5, 10, 20, 50], "loss": [1.6, 0.9, 1.0, 0.8, 0.3]})
-    assert aggregate.peak(df, "M", "loss")["M"] == 10
-    # the global maximum beyond the smallest M, wherever it is: a late rise wins over an early bump
-    df = pd.DataFrame({"M": [2, 5, 10, 20, 50], "loss": [1.6, 0.9, 1.0, 0.8, 1.2]})
-    p = aggregate.peak(df, "M", "loss")
-    assert p["M"] == 50 and not p["resolved"]  # the last point: nothing after it
-    # a monotone curve peaks right after its smallest M
-    df = pd.DataFrame({"M": [2, 5, 10], "loss": [3.0, 2.0, 1.0]})
-    assert aggregate.peak(df, "M", "loss")["M"] == 5
-
-
-def test_peak_resolved_only_beyond_error_bars():
-    base = {"M": [2, 2, 10, 10, 50, 50]}
-    tight = pd.DataFrame({**base, "loss": [2.0, 2.0, 1.5, 1.6, 1.0, 1.1]})
-    assert aggregate.peak(tight, "M", "loss")["resolved"]  # gap 0.5, s.e.m. 0.05 each
-    wide = pd.DataFrame({**base, "loss": [2.0, 2.0, 1.0, 2.2, 1.0, 1.1]})
-    p = aggregate.peak(wide, "M", "loss")
-    assert p["M"] == 10 and not p["resolved"]  # gap 0.55 < sqrt(0.6^2 + 0.05^2)
 
 
 def test_warnings_overlap_and_convergence():
@@ -52,7 +24,7 @@ def test_warnings_overlap_and_convergence():
                         "grad_norm": [3e-3], "grad_tol": [1e-5],
                         "stop_reason": ["ABNORMAL_TERMINATION_IN_LNSRCH"]})
     curve = pd.DataFrame({"realisation": [1, 1], "M": [5, 10], "converged": [False, True]})
-    lines = aggregate.warnings(final, plm, curve)
+    lines = tables.warnings(final, plm, curve)
     assert lines[0].startswith("realisation 0: 97 % of the test sequences occur in the training")
     assert lines[1] == ("train vanilla1 r0: NOT CONVERGED (relative improvement 2.0e-02, "
                         "max |gradient| 4.0e-03)")
@@ -61,8 +33,8 @@ def test_warnings_overlap_and_convergence():
     assert len(lines) == 4
     floor = pd.DataFrame({"kind": ["factored_from_truth"], "realisation": [0], "test_loss": [1.0]})
     final["test_loss"], plm["test_loss"] = [1.02, 1.5], [1.005]
-    lines = aggregate.warnings(aggregate.with_floor(final, floor), plm.assign(kind="factored")
-                               .pipe(aggregate.with_floor, floor), curve)  # fmt: skip
+    lines = tables.warnings(tables.with_floor(final, floor), plm.assign(kind="factored")
+                               .pipe(tables.with_floor, floor), curve)  # fmt: skip
     assert lines[-2] == ("train factored r0: test loss 2.0 % above the data set's floor "
                          "(plm factored_from_truth)")  # vanilla1 is not judged by the floor
     assert not any("floor" in line for line in lines[:-2])  # plm: 0.5 % is within tolerance
@@ -70,7 +42,7 @@ def test_warnings_overlap_and_convergence():
     final["converged"] = True
     plm["converged"] = True
     curve["converged"] = True
-    assert aggregate.warnings(final, plm, curve) == []
+    assert tables.warnings(final, plm, curve) == []
 
 
 def synthetic_history() -> pd.DataFrame:
@@ -87,11 +59,11 @@ def synthetic_history() -> pd.DataFrame:
 def test_figure_panels_render():
     history = synthetic_history()
     fig = figures.fig2a_test_loss(history)
-    assert fig.axes[0].get_ylabel() == "test loss (nats)"
+    assert fig.axes[0].get_ylabel() == "test loss (nats per masked site)"
     assert len(fig.axes[0].lines) == 4  # three architectures + the optimal loss
     floor = pd.DataFrame({"kind": "factored_from_truth", "realisation": [0, 1],
                           "test_loss": [0.4, 0.5]})
-    ax = figures.fig2a_test_loss(aggregate.with_floor(history, floor)).axes[0]
+    ax = figures.fig2a_test_loss(tables.with_floor(history, floor)).axes[0]
     assert ax.lines[-1].get_ydata()[0] == 0.4  # realisation 0's floor
     assert figures.fig2c_reconstruction(history).axes[0].get_xlabel() == "epoch"
     final = pd.DataFrame({"model": "interpolated", "a": [0.0, 0.0, 0.5, 0.5],
@@ -101,19 +73,23 @@ def test_figure_panels_render():
     assert ax.get_xlabel() == "perturbation level a"
     ydata = np.asarray(ax.lines[0].get_ydata(), dtype=float)
     np.testing.assert_allclose(ydata, [0.015, 0.22])  # paired differences
-    ax = figures.fig2d_interpolation(aggregate.with_floor(final, floor)).axes[0]
+    ax = figures.fig2d_interpolation(tables.with_floor(final, floor)).axes[0]
     np.testing.assert_allclose(ax.lines[-1].get_ydata()[0], 0.16)  # mean of 0.11 and 0.21
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert f"{figures.FLOOR_LABEL}, n = 2" in labels
     J = np.random.default_rng(0).normal(size=(5, 5))
     fig = figures.fig2b_attention_maps(J, {"factored": J, "vanilla1": np.abs(J)})
     assert len(fig.axes) == 6  # three maps, each with its colour bar
-    curve = pd.DataFrame({"realisation": [0, 0, 0], "alpha": [0.1, 1.0, 10.0],
-                          "test_loss": [1.0, 2.0, 0.5], "optimal_loss": 0.3})
-    peak_table = aggregate.peak(curve, "alpha", "test_loss").to_frame().T
-    fig = figures.fig3_right_sample_complexity(curve, peak_table)
+    loss = {2: 2.0, 10: 1.4, 20: 3.0, 40: 1.5, 80: 0.8}  # separable up to M = 20 (L = 10)
+    curve = pd.DataFrame([{"realisation": k, "M": m, "alpha": m / 10, "test_loss": loss[m] + k,
+                           "optimal_loss": 0.3, "converged": True,
+                           "train_accuracy": 1.0 if m <= 20 else 0.9,
+                           "first_near_duplicate": np.nan} for k in (0, 1) for m in loss])
+    fig = figures.fig3_right_sample_complexity(curve, tables.separability_threshold(curve))
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
-    assert "largest mean at M/L = 1 (not resolved)" in labels
+    assert any(label.startswith("separability edge M*/L (median of 2): peak ")
+               for label in labels)
+    assert fig.axes[0].get_ylabel() == "test loss (nats per masked site)"
 
 
 def test_excess_over_the_data_sets_floor():
@@ -121,10 +97,10 @@ def test_excess_over_the_data_sets_floor():
     plm = pd.DataFrame({"kind": ["factored_from_truth", "full", "factored_from_truth"],
                         "realisation": [0, 0, 1], "test_loss": [0.2, 0.3, 0.4]})
     final = pd.DataFrame({"realisation": [0, 1, 2], "test_loss": [0.21, 0.4, 0.5]})
-    out = aggregate.with_floor(final, plm)
+    out = tables.with_floor(final, plm)
     np.testing.assert_allclose(out["floor_loss"], [0.2, 0.4, np.nan])
     np.testing.assert_allclose(out["excess_over_floor"], [0.05, 0.0, np.nan], atol=1e-12)
-    assert aggregate.with_floor(final, plm.iloc[:0])["floor_loss"].isna().all()
+    assert tables.with_floor(final, plm.iloc[:0])["floor_loss"].isna().all()
 
 
 def test_restarts_at_the_floor_are_counted_per_run():
@@ -134,6 +110,6 @@ def test_restarts_at_the_floor_are_counted_per_run():
     losses = [1.0, 1.005, 1.02, 0.99, 1.0, 1.5]
     restarts = pd.DataFrame({"arch": "factored", "realisation": [0, 0, 0, 0, 1, 1],
                              "test_loss": losses})
-    out = aggregate.restarts_at_floor(aggregate.with_floor(restarts, plm))
+    out = tables.restarts_at_floor(tables.with_floor(restarts, plm))
     assert out["restarts"].tolist() == [4, 2]
     assert out["restarts_at_floor"].iloc[0] == 3 and np.isnan(out["restarts_at_floor"].iloc[1])

@@ -64,7 +64,7 @@ def processes_under(path: Path) -> list[str]:
 def test_killed_run_leaves_no_complete_looking_output_and_resumes(tmp_path):
     wd = copy_workflow(tmp_path / "wf")
     cfg = tiny_config()
-    cfg["sampling"].update(sweeps_between=12000, blocks=50)  # ~5 s of sampling on 2 cores
+    cfg["sampling"].update(sweeps_between=12000, blocks=50)  # long enough to kill mid-run
     (wd / "tiny.yaml").write_text(yaml.safe_dump(cfg))
     target = wd / TARGETS[0]
     log = wd / "results/logs/potts/r0/samples.log"
@@ -142,7 +142,7 @@ def test_editing_code_reruns_only_dependent_rules(tiny_run, tmp_path):
     # each edit is cumulative: module edited -> jobs planned (both realisations)
     for module, jobs in (
         ("mlm/models.py", {}),  # not reached by the stages of these targets
-        ("potts/gibbs.py", {"sample": 2}),  # stage -> potts.sampling -> potts.gibbs
+        ("potts/gibbs.py", {"sample": 2}),  # stage -> potts.protocols -> potts.gibbs
         ("potts/model.py", {"couplings": 2, "sample": 2}),  # reached by both stages
     ):
         with open(wd / "workflow_lib" / module, "a") as f:

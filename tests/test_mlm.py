@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -9,10 +11,13 @@ import pandas as pd
 import pytest
 
 import workflow_lib  # noqa: F401  (enables float64)
-from workflow_lib import sequences as overlap
+from workflow_lib import sequences
 from workflow_lib.artefacts import MLM_TRAIN, POTTS_SAMPLES, read_artefact, write_artefact
 from workflow_lib.config import schema_defaults
-from workflow_lib.mlm import models, plm, train
+from workflow_lib.mlm import batching, loop, metrics, models, objective, plm, train
+from workflow_lib.mlm.compiled import CompiledRuns
+from workflow_lib.mlm.plan import Plan
+from workflow_lib.mlm.progress import Progress
 from workflow_lib.potts.model import (
     exact_distribution,
     optimal_loss,
@@ -20,8 +25,7 @@ from workflow_lib.potts.model import (
     random_couplings,
 )
 from workflow_lib.registry import Job
-from workflow_lib.studies.potts_paper import stages_fits as stages_mlm
-from workflow_lib.studies.potts_paper import tables as aggregate
+from workflow_lib.studies.potts_paper import stages_fits, tables
 
 jax.config.update("jax_enable_x64", True)  # explicit, in case this module runs first
 
@@ -65,7 +69,7 @@ def test_factored_loss_is_pseudo_likelihood():
     seqs = _random_seqs(4, 7)
     expected = _brute_force_nll(np.asarray(A) * (1 - np.eye(5)), np.asarray(V), np.asarray(seqs))
     params = {"A": A, "V": V}
-    np.testing.assert_allclose(float(train.full_loss(spec, params, seqs)), expected, rtol=1e-13)
+    np.testing.assert_allclose(float(objective.full_loss(spec, params, seqs)), expected, rtol=1e-13)
     # unconstrained couplings of the PLM baseline, set to the factored ones
     couplings = jnp.einsum("ij,ab->ijab", A, V)
     loss_full = models.cross_entropy(plm.coupling_logits(couplings, seqs), seqs)
@@ -170,24 +174,24 @@ def test_factored_family_masking(arch):
 
 def test_reconstruction_metric():
     J = np.asarray(random_couplings(jax.random.key(14), L))
-    error, r, c = train.reconstruction(jnp.asarray(-2.0 * J + 5.0 * np.eye(L)), jnp.asarray(J))
+    error, r, c = metrics.reconstruction(jnp.asarray(-2.0 * J + 5.0 * np.eye(L)), jnp.asarray(J))
     np.testing.assert_allclose([float(error), float(r), float(c)], [0.0, -1.0, -0.5], atol=1e-12)
 
 
 def test_all_sites_epoch_visits_every_pair_once():
     spec = models.arch_spec("vanilla1", {}, L, C)
-    plan = train.Plan(epochs=1, steps=12 * L // 8, all_sites=True, batch=8, restarts=1, l2=0.0,
-                      eval_every=1, log_every=1)  # fmt: skip
-    key = jax.random.key(3, impl=train.PRNG_IMPL)
-    idx, sites = train.epoch_batches(spec, plan, key, 12)
+    plan = Plan(epochs=1, steps=12 * L // 8, all_sites=True, batch=8, restarts=1, l2=0.0,
+                eval_every=1, log_every=1)  # fmt: skip
+    key = jax.random.key(3, impl=loop.PRNG_IMPL)
+    idx, sites = batching.epoch_batches(spec, plan, key, 12)
     assert idx.shape == sites.shape == (plan.steps, 8)
     pairs = np.sort(np.asarray(idx * L + sites).ravel())
     np.testing.assert_array_equal(pairs, np.arange(12 * L))  # all 12 x L pairs, each once
 
 
 def test_shuffle_is_a_permutation():
-    k1, k2 = jax.random.split(jax.random.key(0, impl=train.PRNG_IMPL))
-    a, b = np.asarray(train.shuffle(k1, 3000)), np.asarray(train.shuffle(k2, 3000))
+    k1, k2 = jax.random.split(jax.random.key(0, impl=loop.PRNG_IMPL))
+    a, b = np.asarray(batching.shuffle(k1, 3000)), np.asarray(batching.shuffle(k2, 3000))
     np.testing.assert_array_equal(np.sort(a), np.arange(3000))
     assert a.dtype == np.int32 and not np.array_equal(a, b)
 
@@ -196,14 +200,16 @@ def test_shuffle_is_a_permutation():
 def test_training_loop_is_float32(arch):
     """float64 (optimal loss, final c* fit) stays outside the training scan."""
     spec = models.arch_spec(arch, {"model_dim": 8}, L, C)
-    plan = train.Plan(epochs=2, steps=2, all_sites=False, batch=10, restarts=2, l2=0.0,
-                      eval_every=1, log_every=1)  # fmt: skip
+    plan = Plan(epochs=2, steps=2, all_sites=False, batch=10, restarts=2, l2=0.0,
+                eval_every=1, log_every=1)  # fmt: skip
     seqs = np.zeros((20, L), np.int32)
     heldout = np.ones(20, bool)
     args = (jax.random.key(0), seqs, seqs, heldout, np.zeros((L, L)), np.zeros((C, C)),
             np.float64(BETA))  # fmt: skip
     opt = train.make_optimizer("adam", 0.1, 4)
-    (run,) = jax.make_jaxpr(train._run, static_argnums=(0, 1, 2))(spec, opt, plan, *args).eqns
+    progress = Progress(logging.getLogger("test"))
+    (run,) = jax.make_jaxpr(loop.run, static_argnums=(0, 1, 2, 3))(spec, opt, plan, progress,
+                                                                     *args).eqns
     scans = [eqn for eqn in run.params["jaxpr"].eqns if eqn.primitive.name == "scan"]
     assert scans and "f64" not in "".join(map(str, scans)) and "f64" in str(run)
 
@@ -267,8 +273,10 @@ def test_training_is_deterministic_and_transformer_learns(potts):
     train_seqs, test_seqs, J, U = potts
     train_seqs, test_seqs = train_seqs[:1000], test_seqs[:500]
     cfg = {**FAST, "epochs": 6, "model_dim": 8, "restarts": 2, "eval_every": 2}
+    programs = CompiledRuns()  # one program for the three runs
     runs = [
-        train.train_mlm("vanilla1", cfg, train_seqs, test_seqs, J, U, BETA, jax.random.key(k))
+        train.train_mlm("vanilla1", cfg, train_seqs, test_seqs, J, U, BETA, jax.random.key(k),
+                        programs)
         for k in (16, 16, 17)
     ]
     for name in runs[0].params:
@@ -282,36 +290,56 @@ def test_training_is_deterministic_and_transformer_learns(potts):
     np.testing.assert_allclose(runs[0].attention.sum(axis=-1), 1.0, rtol=1e-6)
 
 
+def test_compiled_runs_compile_once_per_shape_and_report_progress(potts, caplog):
+    """Equal shapes reuse one program, whose progress lines go to the cache's reporter; the
+    oldest program is dropped past ``size``."""
+    train_seqs, test_seqs, J, U = potts
+    programs = CompiledRuns(Progress(logging.getLogger("test.progress")), size=1)
+    cfg = {**FAST, "epochs": 2, "restarts": 1}
+    data = (train_seqs[:100], test_seqs[:50], J, U, BETA)
+    with caplog.at_level(logging.INFO, logger="test.progress"):
+        first = train.train_mlm("factored", cfg, *data, jax.random.key(1), programs)
+        (program,) = programs._programs.values()
+        again = train.train_mlm("factored", cfg, *data, jax.random.key(2), programs)
+        assert list(programs._programs.values()) == [program]
+    assert not np.array_equal(first.params["A"], again.params["A"])
+    lines = [r.getMessage() for r in caplog.records if r.name == "test.progress"]
+    assert len(lines) == 4 and all(line.startswith("epoch ") for line in lines)
+    assert lines[1].startswith("epoch 2/2  train ") and lines[3].startswith("epoch 2/2  train ")
+    train.train_mlm("factored", {**cfg, "epochs": 3}, *data, jax.random.key(1), programs)
+    assert list(programs._programs.values()) != [program] and len(programs._programs) == 1
+
+
 def test_reconstruction_sign_gauge():
     """(A, V) -> (-A, -V) is the same factored model: with ``gauge`` its r does not flip."""
     J = jax.random.normal(jax.random.key(0), (6, 6))
     J = J + J.T
     att = 0.3 * J + 0.1 * jax.random.normal(jax.random.key(1), (6, 6))
-    e, r, c = train.reconstruction(att, J, gauge=True)
-    e_neg, r_neg, c_neg = train.reconstruction(-att, J, gauge=True)
+    e, r, c = metrics.reconstruction(att, J, gauge=True)
+    e_neg, r_neg, c_neg = metrics.reconstruction(-att, J, gauge=True)
     assert float(r) > 0.9 and np.isclose(float(r_neg), float(r)) and np.isclose(e_neg, e)
     assert np.isclose(float(c_neg), -float(c))
-    assert np.isclose(float(train.reconstruction(-att, J)[1]), -float(r))
+    assert np.isclose(float(metrics.reconstruction(-att, J)[1]), -float(r))
 
 
 def test_convergence_criterion():
     flat = np.concatenate([np.linspace(2.0, 1.0, 80), np.full(20, 1.0)])
-    out = train.convergence(flat, 0.1, 1e-3)
+    out = metrics.convergence(flat, 0.1, 1e-3)
     assert out["converged"] and out["convergence_epochs"] == 10 and out["rel_improvement"] == 0.0
     falling = np.linspace(2.0, 1.0, 100)  # still improving by ~10 % per window
-    out = train.convergence(falling, 0.1, 1e-3)
+    out = metrics.convergence(falling, 0.1, 1e-3)
     assert not out["converged"]
     assert out["rel_improvement"] == pytest.approx((10 / 99) / (1 + 4.5 / 99))
-    assert not train.convergence(np.array([1.0]), 0.1, 1e-3)["converged"]  # too short to tell
-    assert not train.convergence(np.full(10, np.nan), 0.1, 1e-3)["converged"]
+    assert not metrics.convergence(np.array([1.0]), 0.1, 1e-3)["converged"]  # too short to tell
+    assert not metrics.convergence(np.full(10, np.nan), 0.1, 1e-3)["converged"]
 
 
 def test_in_training_set():
     train_seqs = np.array([[0, 1, 2], [2, 2, 2]])
     test_seqs = np.array([[2, 2, 2], [0, 1, 1], [0, 1, 2], [1, 0, 2]], np.uint8)  # dtypes differ
-    np.testing.assert_array_equal(overlap.in_training_set(train_seqs, test_seqs),
+    np.testing.assert_array_equal(sequences.in_training_set(train_seqs, test_seqs),
                                   [True, False, True, False])  # fmt: skip
-    assert overlap.n_distinct(np.array([[0, 1], [0, 1], [1, 1]], np.uint8)) == 2
+    assert sequences.n_distinct(np.array([[0, 1], [0, 1], [1, 1]], np.uint8)) == 2
 
 
 def _samples(path, train_seqs, test_seqs, J, U):
@@ -335,20 +363,20 @@ def test_convergence_recorded_and_unconverged_flagged(potts, tmp_path):
         out = tmp_path / f"factored_{epochs}.h5"
         job = Job(input={"samples": str(tmp_path / "samples.h5")}, output={"model": str(out)},
                   params={"seed": 0, "realisation": 0, "arch": "factored", "training": training})
-        stages_mlm.train(job)
+        stages_fits.train(job)
         paths.append(str(out))
     long, short = (read_artefact(p, MLM_TRAIN) for p in paths)
     assert long.attrs["converged"] and not short.attrs["converged"]
     assert long.attrs["rel_improvement"] < long.attrs["convergence_tol"] == 1e-3
     assert short.attrs["rel_improvement"] > 1e-3
     assert "relative improvement" in long.attrs["convergence_criterion"]
-    in_train = overlap.in_training_set(train_seqs, test_seqs)
+    in_train = sequences.in_training_set(train_seqs, test_seqs)
     assert long.attrs["test_overlap"] == pytest.approx(np.mean(in_train)) and in_train.any()
     spec = models.arch_spec("factored", {}, L, C)
     params = {"A": jnp.asarray(long["params/A"]), "V": jnp.asarray(long["params/V"])}
-    heldout = float(train.full_loss(spec, params, jnp.asarray(test_seqs[~in_train])))
+    heldout = float(objective.full_loss(spec, params, jnp.asarray(test_seqs[~in_train])))
     np.testing.assert_allclose(long.attrs["test_loss_heldout"], heldout, rtol=1e-5)
-    _, final, restarts = aggregate.training_tables(paths)
+    _, final, restarts = tables.training_tables(paths)
     assert final["converged"].tolist() == [True, False]
     # every restart's final losses; the best by training loss is the run's
     assert len(restarts) == 2 * training["restarts"] == 2 * len(long["restarts/test_loss"])
@@ -358,7 +386,7 @@ def test_convergence_recorded_and_unconverged_flagged(potts, tmp_path):
     plm_df = pd.DataFrame(columns=["kind", "realisation", "converged", "grad_norm", "grad_tol",
                                    "stop_reason"]).astype({"converged": bool})  # fmt: skip
     curve = pd.DataFrame({"realisation": [0], "M": [10], "converged": [True]})
-    lines = aggregate.warnings(final, plm_df, curve)
+    lines = tables.warnings(final, plm_df, curve)
     flagged = [line for line in lines if line.startswith("train ")]
     assert flagged == [f"train factored r0: NOT CONVERGED (relative improvement "
                        f"{short.attrs['rel_improvement']:.1e}, max |gradient| "
@@ -373,11 +401,11 @@ def test_polish_reaches_the_gradient_criterion(potts):
     train_seqs, test_seqs, J, U = potts
     key = jax.random.key(19)
     cfg = {**FAST, "epochs": 10, "polish_max_iter": 500}
-    adam = train.train_mlm("factored", {**cfg, "polish_max_iter": 0}, train_seqs, test_seqs,
-                           J, U, BETA, key)  # fmt: skip
-    run = train.train_mlm("factored", cfg, train_seqs, test_seqs, J, U, BETA, key)
-    cut = train.train_mlm("factored", {**cfg, "polish_max_iter": 2}, train_seqs, test_seqs,
-                          J, U, BETA, key)  # fmt: skip
+    programs = CompiledRuns()  # the polish runs after the program: one program for the three
+    data = (train_seqs, test_seqs, J, U, BETA, key, programs)
+    adam = train.train_mlm("factored", {**cfg, "polish_max_iter": 0}, *data)
+    run = train.train_mlm("factored", cfg, *data)
+    cut = train.train_mlm("factored", {**cfg, "polish_max_iter": 2}, *data)
     m = run.metrics
     assert m["converged"] and m["polish_converged"] and m["grad_norm"] <= m["polish_grad_tol"]
     assert "polish" in m["convergence_criterion"] and m["polish_iterations"] > 0
@@ -387,7 +415,7 @@ def test_polish_reaches_the_gradient_criterion(potts):
     assert not cut.metrics["converged"] and cut.metrics["grad_norm"] > m["polish_grad_tol"]
     spec = models.arch_spec("factored", {}, L, C)
     params = {k: jnp.asarray(v) for k, v in run.params.items()}
-    np.testing.assert_allclose(m["test_loss"], float(train.full_loss(spec, params, test_seqs)),
+    np.testing.assert_allclose(m["test_loss"], float(objective.full_loss(spec, params, test_seqs)),
                                rtol=1e-10)  # fmt: skip
 
 

@@ -7,7 +7,7 @@ import numpy as np
 from workflow_lib.artefacts import REPLICA_SIMULATIONS, REPLICA_THEORY, read_artefact
 from workflow_lib.config import load_config
 from workflow_lib.registry import Job
-from workflow_lib.studies.potts_paper import stages_theory as stages
+from workflow_lib.studies.potts_paper import stages_theory
 
 
 def test_replica_stages_write_theory_and_simulations(tmp_path):
@@ -15,8 +15,8 @@ def test_replica_stages_write_theory_and_simulations(tmp_path):
                                    "realisations": 6, "lambdas": [0.0, 0.01]}})
     params = {"seed": 3, "replica": cfg["replica"]}
     files = {"theory": str(tmp_path / "theory.h5"), "simulations": str(tmp_path / "sims.h5")}
-    stages.replica_theory(Job(output={"theory": files["theory"]}, params=params))
-    stages.replica_sims(Job(output={"simulations": files["simulations"]}, params=params))
+    stages_theory.replica_theory(Job(output={"theory": files["theory"]}, params=params))
+    stages_theory.replica_sims(Job(output={"simulations": files["simulations"]}, params=params))
     th = read_artefact(files["theory"], REPLICA_THEORY, required=("eps_saddle", "alpha"))
     assert th["eps_saddle"].shape == th["eps_closed_form"].shape == (2, 12)
     assert th.attrs["max_relative_gap"] < 1e-6  # saddle point = closed form
@@ -25,5 +25,5 @@ def test_replica_stages_write_theory_and_simulations(tmp_path):
     np.testing.assert_array_equal(sim["M"], [10, 40])
     # deterministic: same config and seed -> same numbers
     again = str(tmp_path / "again.h5")
-    stages.replica_sims(Job(output={"simulations": again}, params=params))
+    stages_theory.replica_sims(Job(output={"simulations": again}, params=params))
     np.testing.assert_array_equal(read_artefact(again)["errors"], sim["errors"])

@@ -27,10 +27,9 @@ def _configure_jax(threads: int) -> None:
     """Pin BLAS and XLA to ``threads``; on CPU, one XLA device per thread (chains shard over
     them); keep compiled programs in a persistent cache shared by jobs (``JAX_CACHE_DIR``,
     default ``~/.cache/workflow_lib/jax``; compilation dominates short jobs and does not change
-    numbers), every program, the many small ones too (jobs share them: about 25 CPU-s less over
-    the quick run); compile with XLA:CPU's fusion emitters off (``JOB_XLA_FLAGS``: the tiny
-    workflow of the tests takes 17 % less CPU; the Gibbs kernels turn them back on for
-    themselves). Must run before JAX starts its backend."""
+    numbers), every program, the many small ones too (jobs share them); compile with XLA:CPU's
+    fusion emitters off (``JOB_XLA_FLAGS``: less CPU for the many short programs; the Gibbs
+    kernels turn them back on for themselves). Must run before JAX starts its backend."""
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = str(threads)
     flags = JOB_XLA_FLAGS + (f" {SINGLE_THREAD_XLA_FLAGS}" if threads == 1 else "")

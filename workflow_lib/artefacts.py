@@ -32,9 +32,9 @@ COMPRESS_ABOVE = 4096  # elements; larger arrays get gzip + shuffle
 # The schema tag of every artefact kind (attribute ``schema``), used by its writer and its readers.
 POTTS_COUPLINGS = "potts-couplings/1"
 POTTS_SAMPLES = "potts-samples/1"
-MLM_TRAIN = "mlm-train/1"
+MLM_TRAIN = "mlm-train/2"
 PLM_FIT = "plm-fit/1"
-SAMPLE_COMPLEXITY = "sample-complexity/1"
+SAMPLE_COMPLEXITY = "sample-complexity/2"
 REPLICA_THEORY = "replica-theory/1"
 REPLICA_SIMULATIONS = "replica-simulations/1"
 PATHS_FEATURES = "paths-features/1"

@@ -8,7 +8,7 @@ residual, no MLP, no normalisation; mean pooling over tokens and a linear readou
 Weights are in PyTorch's parameterisation (entries ~ U(±1/sqrt(fan_in)), no scale in the forward
 pass), so the optimiser settings mean what they mean there. ``theory_weights`` rescales them to
 the theory's convention (unit-variance entries, ``1/sqrt(fan_in)`` in the forward pass), with the
-same function. Training: ``paths.omniglot_train``.
+same function. Training: ``workflow_lib.studies.omniglot.training``.
 
 Pruning removes heads: a layer with ``k`` heads left sums them with ``1/sqrt(k)``. The output is
 a sum over the ``H^L`` paths of heads; ``path_outputs`` gives each path's term once, and every

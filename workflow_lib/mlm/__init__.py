@@ -3,9 +3,14 @@
 - ``models``: factored attention (paper eq. 4) and its softmax ablation, the interpolated single
   layer of Fig. 2d, and the off-the-shelf post-LN transformer encoder (1 or 3 layers), as pure
   functions over parameter pytrees with one interface (``init``, ``predict``,
-  ``predict_all_sites``);
-- ``train``: MLM training with SGD/Adam, cosine decay, batched restarts and per-epoch test loss and
-  attention-map reconstruction (``train_mlm`` -> ``TrainResult``);
-- ``plm``: full-batch pseudo-likelihood baselines by L-BFGS, factored and unconstrained couplings
-  (``fit_plm`` -> ``PLMResult``).
+  ``predict_all_sites``); ``architectures``: the names and restarts of the config;
+- ``train``: MLM training from the config (``train_mlm`` -> ``TrainResult``), built from
+  ``objective`` (losses), ``plan`` (static sizes), ``batching`` (mini-batches), ``evaluation``
+  (test losses and attention map), ``loop`` (the device program: SGD/Adam with cosine decay,
+  batched restarts, per-epoch evaluation), ``progress`` (the progress reporter), ``compiled``
+  (compiled programs kept across calls) and ``polish`` (the L-BFGS polish);
+- ``metrics``: reconstruction of ``J`` from an attention map, the l2 norm and the convergence
+  criterion;
+- ``plm``: full-batch pseudo-likelihood baselines by L-BFGS (``lbfgs``), factored and
+  unconstrained couplings (``fit_plm`` -> ``PLMResult``).
 """

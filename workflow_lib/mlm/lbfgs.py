@@ -1,5 +1,5 @@
 """Full-batch L-BFGS to a gradient criterion: the pseudo-likelihood fits (``plm.py``) and the
-polish of the factored family's Adam solution (``train.polish``)."""
+polish of the factored family's Adam solution (``polish.polish``)."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ minimum is not the truth (the fit moves wherever the sample's accidents lower th
 so a fit from random starts is judged against this floor as well as against the optimal loss.
 
 - ``factored``: ``J_ij(a, b) = A_ij V_ab`` — exactly the factored-attention MLM objective on all
-  sites (``train.full_loss``), penalised by ``l2 (||A||^2 + ||V||^2)`` (``l2_factored``).
+  sites (``objective.full_loss``), penalised by ``l2 (||A||^2 + ||V||^2)`` (``l2_factored``).
   Non-convex: see the starts below.
 - ``full``: unconstrained asymmetric couplings ``J: (L, L, C, C)``, ``J[i, j, a, b] = J_ij(a, b)``
   (diagonal blocks held at 0), conditional ``P(s_i = a | rest) ∝ exp(sum_{j != i} J_ij(a, s_j))``.
@@ -52,6 +52,7 @@ from jax.flatten_util import ravel_pytree
 from workflow_lib.config import schema_defaults
 from workflow_lib.mlm.architectures import PLM_KINDS
 from workflow_lib.mlm.lbfgs import minimize
+from workflow_lib.mlm.metrics import reconstruction, sq_norm
 from workflow_lib.mlm.models import (
     ArchSpec,
     Params,
@@ -59,7 +60,6 @@ from workflow_lib.mlm.models import (
     init,
     predict_all_sites,
 )
-from workflow_lib.mlm.train import reconstruction, sq_norm
 from workflow_lib.potts.model import optimal_loss
 from workflow_lib.sequences import in_training_set
 
@@ -159,8 +159,8 @@ def effective_l2(l2: float, penalty: str, n_seqs: int, L: int) -> float:
 def distinct_with_weights(seqs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The distinct rows of ``seqs: (M, L)`` and their frequencies ``(M_distinct,)``: the
     pseudo-likelihood is a sum over sequences, so a weighted sum over the distinct ones is the
-    same objective (one chain in a glassy phase repeats its sequences: 519 distinct of 3000 on
-    the paper-scale realisation 0: a value and gradient about 10x cheaper)."""
+    same objective (one chain in a glassy phase repeats its sequences: a value and gradient
+    cost in proportion to the distinct ones)."""
     distinct, counts = np.unique(seqs, axis=0, return_counts=True)
     return distinct, counts / len(seqs)
 

@@ -42,10 +42,10 @@ from workflow_lib.potts.model import energy
 
 Array = jax.Array
 F32 = jnp.float32
-log = logging.getLogger("workflow_lib.gibbs")
+log = logging.getLogger("workflow_lib.potts")
 # The workflow's jobs compile with XLA:CPU's fusion emitters off (``workflow_lib.__main__``:
 # faster compilation of the short programs); the sweep kernels, the one hot loop, keep them on
-# (about 1.5x the updates/s in batches, ``benchmarks/bench_gibbs.py``). Ignored off the CPU.
+# (more updates/s in batches: ``benchmarks/bench_gibbs.py``). Ignored off the CPU.
 KERNEL_COMPILER_OPTIONS = {"xla_cpu_use_fusion_emitters": True}
 kernel_jit = partial(jax.jit, compiler_options=KERNEL_COMPILER_OPTIONS)
 
@@ -71,8 +71,9 @@ def inverse_cdf_draw(logits: Array, u: Array) -> Array:
     return count
 
 
-def _uniforms(key: Array, t: Array, shape: tuple[int, ...]) -> Array:
-    """The uniforms of sweep ``t``."""
+def sweep_uniforms(key: Array, t: Array, shape: tuple[int, ...]) -> Array:
+    """The float32 uniforms in [0, 1) of sweep ``t``, ``shape``, drawn from ``fold_in(key, t)``:
+    a sweep's random numbers do not depend on how a run is split into blocks or batched."""
     return jax.random.uniform(jax.random.fold_in(key, t), shape, F32)
 
 
@@ -90,7 +91,9 @@ def _split_chains(x: Array) -> Array:
     return lax.with_sharding_constraint(x, NamedSharding(mesh, spec))
 
 
-def _progress(what: str, done: int, total: int, updates: float, t0: float) -> None:
+def log_block_progress(what: str, done: int, total: int, updates: float, t0: float) -> None:
+    """Log line after block ``done`` of ``total`` of a long run started at ``t0``
+    (``time.perf_counter``) that has made ``updates`` spin updates: rate, elapsed time, ETA."""
     elapsed = time.perf_counter() - t0
     rate = updates / max(elapsed, 1e-9)
     eta = elapsed * (total - done) / max(done, 1)
@@ -132,8 +135,8 @@ def outside_fields(state: Array, i0: Array | int, K: int, bJ: Array, Urows: Arra
 
     ``state: (L, B)`` int32; ``bJ = beta * J``: ``(L, L)`` shared or ``(L, L, B)`` per chain;
     row ``offset + c`` of ``Urows: (M, C)`` is ``U[:, c]`` of a chain (``offset``: 0 or
-    ``(B,)``), so a gather reads C contiguous numbers (1.1-2.8x the updates/s of gathering
-    columns, most with many chains; ``benchmarks/bench_gibbs.py``). Indices are in range, so
+    ``(B,)``), so a gather reads C contiguous numbers (more updates/s than gathering columns,
+    most with many chains: ``benchmarks/bench_gibbs.py``). Indices are in range, so
     gathers use ``mode="clip"`` (``take``'s default NaN fill costs).
     """
     L = state.shape[0]
@@ -257,7 +260,7 @@ def _chains_block(key, J, U, beta, state, t0, *, n_sweeps: int, n_monitor: int):
     Jf, Uf = J.astype(F32), U.astype(F32)
     return _sweeps(
         _split_chains(state), t0 + jnp.arange(n_sweeps),
-        lambda t: _split_chains(_uniforms(key, t, (L, B))), ((beta * J).astype(F32), Uf.T, 0),
+        lambda t: _split_chains(sweep_uniforms(key, t, (L, B))), ((beta * J).astype(F32), Uf.T, 0),
         lambda st: energy(_monitored(st, n_monitor), Jf, Uf),
     )
 
@@ -277,14 +280,14 @@ def independent_chains(
     state = jax.random.randint(k_init, (L, n_chains), 0, C, jnp.int32)
     n_monitor = min(n_monitor, n_chains)
     traces, t0, start = [], 0, time.perf_counter()
-    for b, size in enumerate(_block_sizes(n_sweeps, blocks)):
+    for b, size in enumerate(block_sizes(n_sweeps, blocks)):
         state, trace = _chains_block(
             k_run, J, U, beta, state, t0, n_sweeps=size, n_monitor=n_monitor
         )
         traces.append(np.asarray(trace))
         t0 += size
         if blocks > 1:
-            _progress("independent chains", b + 1, blocks, t0 * L * n_chains, start)
+            log_block_progress("independent chains", b + 1, blocks, t0 * L * n_chains, start)
     return np.asarray(state).T, np.concatenate(traces)
 
 
@@ -302,7 +305,7 @@ def _per_chain(keys: Array, J: Array, U: Array, beta: Array) -> tuple[tuple, Cal
     offset = jnp.arange(R, dtype=jnp.int32) * C
 
     def uniforms(t: Array) -> Array:
-        return jax.vmap(lambda k: _uniforms(k, t, (L,)))(keys).T
+        return jax.vmap(lambda k: sweep_uniforms(k, t, (L,)))(keys).T
 
     return (bJ, Urows, offset), uniforms
 
@@ -351,7 +354,7 @@ def single_chain(
     R, L = J.shape[0], J.shape[1]
     k_run, s, burn_trace = _single_burn(key, J, U, beta, n_sweeps=burn_in)
     saved, t0, start = [], burn_in, time.perf_counter()
-    sizes = _block_sizes(n_save, blocks)
+    sizes = block_sizes(n_save, blocks)
     for b, size in enumerate(sizes):
         s, block = _single_save(
             k_run, J, U, beta, s, t0, n_save=size, sweeps_between=sweeps_between
@@ -359,11 +362,11 @@ def single_chain(
         saved.append(np.asarray(block))
         t0 += size * sweeps_between
         if blocks > 1:
-            _progress("single chain", b + 1, len(sizes), R * L * (t0 - burn_in), start)
+            log_block_progress("single chain", b + 1, len(sizes), R * L * (t0 - burn_in), start)
     return np.concatenate(saved, axis=1), np.asarray(burn_trace)
 
 
-def _block_sizes(total: int, blocks: int) -> list[int]:
+def block_sizes(total: int, blocks: int) -> list[int]:
     """Split ``total`` into at most ``blocks`` near-equal positive parts (few distinct sizes,
     so few compilations)."""
     blocks = max(1, min(blocks, total))

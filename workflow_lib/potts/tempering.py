@@ -66,7 +66,7 @@ def _step(carry: Carry, t: Array, keys: Array, bJ: Array, betas: Array, J: Array
     state, _, dirn, acc, prop, trips = carry
     L = state.shape[0]
     K, R = betas.shape
-    u = jax.vmap(lambda k: gibbs._uniforms(k, t, (L + 1, R)))(keys)  # (K, L+1, R)
+    u = jax.vmap(lambda k: gibbs.sweep_uniforms(k, t, (L + 1, R)))(keys)  # (K, L+1, R)
     u_sweep = jnp.moveaxis(u[:, :L], 0, 1).reshape(L, K * R)
     state = gibbs.sweep_chains(state, u_sweep, bJ, U)
     E = energy(state.T.reshape(K, R, L), J, U)  # (K, R)
@@ -143,15 +143,15 @@ def parallel_tempering(
     keys = jax.vmap(lambda k: jax.random.split(k))(key)  # (K, 2): starts, run
     carry, burn_trace = _burn(keys, J, U, betas, n_sweeps=burn_in)
     saved, t0, start = [], burn_in, time.perf_counter()
-    sizes = gibbs._block_sizes(n_save, blocks)
+    sizes = gibbs.block_sizes(n_save, blocks)
     for b, size in enumerate(sizes):
         carry, block = _save(keys, J, U, betas, carry, t0, n_save=size,
                              sweeps_between=sweeps_between)
         saved.append(np.asarray(block))
         t0 += size * sweeps_between
         if blocks > 1:
-            gibbs._progress("parallel tempering", b + 1, len(sizes),
-                            K * n_replicas * L * (t0 - burn_in), start)
+            gibbs.log_block_progress("parallel tempering", b + 1, len(sizes),
+                                     K * n_replicas * L * (t0 - burn_in), start)
     _, _, _, acc, prop, trips = (np.asarray(x) for x in carry)
     return Tempered(
         saved=np.concatenate(saved, axis=1),

@@ -36,7 +36,7 @@ FLOOR_LABEL = "data set's floor (PLM from the truth)"
 
 
 def _floor_excess(runs: pd.DataFrame) -> pd.Series:
-    """Per realisation, the data set's floor minus the optimal loss (``aggregate.with_floor``);
+    """Per realisation, the data set's floor minus the optimal loss (``tables.with_floor``);
     empty without floor fits."""
     if "floor_loss" not in runs:
         return pd.Series(dtype=float)

@@ -8,7 +8,10 @@ import numpy as np
 
 from workflow_lib.artefacts import POTTS_COUPLINGS, POTTS_SAMPLES, read_artefact, write_artefact
 from workflow_lib.keys import stage_key
-from workflow_lib.potts import model, sampling
+from workflow_lib.potts import model
+from workflow_lib.potts.beta_tuning import TuningError
+from workflow_lib.potts.protocols import PROTOCOLS
+from workflow_lib.potts.verified_sampling import sample_to_target
 from workflow_lib.registry import Job, StageError
 
 log = logging.getLogger("workflow_lib.stages")
@@ -45,10 +48,10 @@ def sample(job: Job) -> None:
     key = stage_key(p["seed"], "sample", p["realisation"])
     protocol, tc = p["sampling"]["protocol"], p["beta_tuning"]  # tc: used when beta is None
     try:
-        data, tuning, attempts = sampling.sample_to_target(
+        data, tuning, attempts = sample_to_target(
             key, J, U, p["potts"]["beta"], p["sampling"], tc
         )
-    except sampling.TuningError as exc:
+    except TuningError as exc:
         raise StageError(f"sample r{p['realisation']}: {exc}") from None
     beta = data.beta
     extra: dict[str, np.ndarray] = {
@@ -92,7 +95,7 @@ def sample(job: Job) -> None:
         p, seeds={"seed": p["seed"], "realisation": p["realisation"]},
         attrs={
             "beta": beta, "beta_tuned": tuning is not None, "protocol": protocol,
-            "hamming_pairs": sampling.PROTOCOLS[protocol],
+            "hamming_pairs": PROTOCOLS[protocol],
             "mean_hamming": data.mean_hamming, "attempts": len(attempts),
             "tau_int_sweeps": data.tau_int_sweeps,
             "ess": data.ess, "optimal_test_loss": data.optimal_test_loss,

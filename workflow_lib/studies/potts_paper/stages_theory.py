@@ -1,5 +1,6 @@
 """Stages ``replica_theory`` and ``replica_sims``: the replica theory of the square-loss problem and
-its Gaussian-model simulations (Fig. 3 left). The Fig. 3 right sweep is ``stages.mlm``."""
+its Gaussian-model simulations (Fig. 3 left). The Fig. 3 right sweep is
+``stages_fits.sample_complexity``."""
 
 from __future__ import annotations
 

@@ -29,6 +29,9 @@ PLM_FINAL = ("train_loss", "test_loss", "test_loss_heldout", "test_overlap", "re
              "pearson_r", "iterations", "grad_norm", "grad_tol", "wall_seconds")
 MOSTLY_IN_SAMPLE = 0.5  # warn when more than this fraction of the test set is in the training set
 FLOOR_TOLERANCE = 0.01  # warn when a factored fit ends more than this above the data set's floor
+SAMPLE_COMPLEXITY_COLUMNS = ("M", "test_loss", "test_loss_heldout", "train_loss", "pearson_r",
+                             "converged", "train_accuracy", "separable", "near_duplicates",
+                             "l2_effective")  # fmt: skip
 
 
 def _realisation(attrs: dict) -> int:
@@ -36,19 +39,20 @@ def _realisation(attrs: dict) -> int:
 
 
 def training_tables(paths: Iterable[str]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """``(history, final, restarts)`` of ``mlm-train/1`` artefacts.
+    """``(history, final, restarts)`` of ``MLM_TRAIN`` artefacts.
 
     history: arch, model, a, realisation, epoch, train_loss, test_loss, test_loss_heldout,
     recon_error, pearson_r, optimal_loss. final: one row per run with the final metrics
     (``TRAIN_FINAL``), ``converged`` (the training stage's criterion), ``excess_loss`` =
     test_loss / optimal_loss - 1 and ``test_overlap`` (fraction of the test sequences that occur
     in the training set; ``test_loss_heldout`` averages only the others). restarts: one row per
-    run and restart (arch, model, a, realisation, optimal_loss, restart, train_loss, test_loss;
-    none for artefacts written before restarts were recorded).
+    run and restart (arch, model, a, realisation, optimal_loss, restart, train_loss,
+    test_loss).
     """
     history, final, restarts = [], [], []
     for path in paths:
-        art = read_artefact(path, MLM_TRAIN, required=("history/epoch",))
+        art = read_artefact(path, MLM_TRAIN, required=("history/epoch", "restarts/train_loss",
+                                                       "restarts/test_loss"))
         ident = {"arch": art.attrs["arch"], "model": art.attrs["model"],
                  "a": float(art.attrs["a"]), "realisation": _realisation(art.attrs),
                  "optimal_loss": float(art.attrs["optimal_loss"])}
@@ -56,17 +60,13 @@ def training_tables(paths: Iterable[str]) -> tuple[pd.DataFrame, pd.DataFrame, p
         history.append(pd.DataFrame({**ident, **h}))
         final.append({**ident, **{k: float(art.attrs[k]) for k in TRAIN_FINAL},
                       "converged": bool(art.attrs["converged"])})
-        if "restarts/test_loss" in art.data:
-            losses = {k: art[f"restarts/{k}"] for k in ("train_loss", "test_loss")}
-            restarts.append(pd.DataFrame({**ident, "restart": np.arange(len(losses["test_loss"])),
-                                          **losses}))
+        losses = {k: art[f"restarts/{k}"] for k in ("train_loss", "test_loss")}
+        restarts.append(pd.DataFrame({**ident, "restart": np.arange(len(losses["test_loss"])),
+                                      **losses}))
     final_df = pd.DataFrame(final)
     final_df["excess_loss"] = final_df["test_loss"] / final_df["optimal_loss"] - 1
-    columns = ["arch", "model", "a", "realisation", "optimal_loss", "restart", "train_loss",
-               "test_loss"]
-    restarts_df = pd.concat(restarts, ignore_index=True) if restarts else pd.DataFrame(
-        columns=columns)
-    return pd.concat(history, ignore_index=True), final_df, restarts_df
+    return (pd.concat(history, ignore_index=True), final_df,
+            pd.concat(restarts, ignore_index=True))
 
 
 def restarts_at_floor(restarts: pd.DataFrame) -> pd.DataFrame:
@@ -132,13 +132,10 @@ def sample_complexity_table(paths: Iterable[str]) -> pd.DataFrame:
     set), train_accuracy (fraction of the training (sequence, site) pairs the fit predicts),
     separable (train_accuracy == 1), near_duplicates (two of the first M training sequences one
     spin apart), first_near_duplicate (the smallest such M, NaN if none), penalty and l2_effective
-    (``sample_complexity.penalty``; artefacts written before these were recorded: NaN, and
-    penalty mean)."""
+    (``sample_complexity.penalty``)."""
     frames = []
     for path in paths:
-        art = read_artefact(path, SAMPLE_COMPLEXITY,
-                            required=("M", "test_loss", "test_loss_heldout", "converged"))
-        missing = np.full(len(art["M"]), np.nan)
+        art = read_artefact(path, SAMPLE_COMPLEXITY, required=SAMPLE_COMPLEXITY_COLUMNS)
         frames.append(pd.DataFrame({
             "realisation": _realisation(art.attrs), "M": art["M"],
             "alpha": art["M"] / float(art.attrs["L"]), "test_loss": art["test_loss"],
@@ -146,10 +143,10 @@ def sample_complexity_table(paths: Iterable[str]) -> pd.DataFrame:
             "pearson_r": art["pearson_r"], "converged": art["converged"].astype(bool),
             "optimal_loss": float(art.attrs["optimal_loss"]),
             "test_overlap": float(art.attrs["test_overlap"]),
-            **{k: art.data.get(k, missing) for k in ("train_accuracy", "separable",
-                                                     "near_duplicates", "l2_effective")},
-            "first_near_duplicate": float(art.attrs.get("first_near_duplicate", np.nan)),
-            "penalty": str(art.attrs.get("penalty", "mean")),
+            **{k: art[k] for k in ("train_accuracy", "separable", "near_duplicates",
+                                   "l2_effective")},
+            "first_near_duplicate": float(art.attrs["first_near_duplicate"]),
+            "penalty": str(art.attrs["penalty"]),
         }))
     return pd.concat(frames, ignore_index=True)
 
@@ -227,7 +224,7 @@ def summarise(df: pd.DataFrame, by: Sequence[str], values: Sequence[str]) -> pd.
 
 
 def attention_maps(paths: Iterable[str]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """``(J: (L, L), {arch: attention map (L, L)})`` of ``mlm-train/1`` artefacts of one
+    """``(J: (L, L), {arch: attention map (L, L)})`` of ``MLM_TRAIN`` artefacts of one
     realisation, the maps in Fig. 2b's order."""
     maps, J = {}, None
     for path in paths:

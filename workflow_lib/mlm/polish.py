@@ -1,0 +1,50 @@
+"""The L-BFGS polish of a factored-family MLM solution, in float64, and the gradient criterion
+that says how far from a stationary point any run ended."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.flatten_util import ravel_pytree
+
+from workflow_lib.mlm.lbfgs import minimize
+from workflow_lib.mlm.models import ArchSpec, Params
+from workflow_lib.mlm.objective import full_objective
+
+Array = jax.Array
+
+POLISH_CONVERGENCE = (
+    "largest absolute gradient entry of the training objective (all sites of all training "
+    "sequences, l2 included) below polish_grad_tol after the L-BFGS polish"
+)
+
+
+def polish(spec: ArchSpec, params: Params, train: np.ndarray, l2: float, max_iter: int,
+           grad_tol: float) -> tuple[Params, dict[str, float | int | bool | str]]:  # fmt: skip
+    """L-BFGS polish, in float64, of one factored-family model from ``params`` (an Adam
+    solution) on the objective Adam minimised: ``objective.full_objective`` on all sites of
+    ``train: (M, L)``, run until the largest gradient entry is below ``grad_tol``.
+
+    Returns the polished params and ``polish_iterations``, ``polish_converged`` and
+    ``polish_stop_reason`` (a ``max_iter`` or line-search stop is a failure to report).
+    """
+    x0, unravel = ravel_pytree(jax.tree_util.tree_map(lambda x: jnp.asarray(x, jnp.float64),
+                                                      params))  # fmt: skip
+
+    def objective(x: Array, seqs: Array) -> Array:
+        return full_objective(spec, unravel(x), seqs, l2)
+
+    res = minimize(jax.jit(jax.value_and_grad(objective)), np.asarray(x0), jnp.asarray(train),
+                   max_iter, grad_tol)  # fmt: skip
+    return unravel(jnp.asarray(res.x)), {"polish_iterations": int(res.nit),
+                                         "polish_converged": bool(res.grad_norm <= grad_tol),
+                                         "polish_stop_reason": str(res.message)}
+
+
+def grad_norm(spec: ArchSpec, params: Params, train: np.ndarray, l2: float) -> float:
+    """Largest absolute gradient entry of the training objective (``objective.full_objective``
+    on all sites of ``train: (M, L)``) at ``params``: how far from a stationary point a run
+    ended, whatever its optimiser."""
+    grad = jax.jit(jax.grad(lambda p: full_objective(spec, p, jnp.asarray(train), l2)))
+    return float(max(jnp.max(jnp.abs(g)) for g in jax.tree_util.tree_leaves(grad(params))))
