@@ -36,7 +36,7 @@ def study_rules(name):
 
 def job(name):
     """The ``--job`` JSON of rule ``name``: its input/output paths, the config slice its
-    registry entry gives for the wildcards, and threads."""
+    registry entry gives for the wildcards, threads and device."""
     entry = REGISTRY[name]
 
     def build(wildcards, input, output, threads):
@@ -46,6 +46,7 @@ def job(name):
                 "output": dict(output.items()),
                 "params": entry.params(CFG, dict(wildcards.items())),
                 "threads": threads,
+                "device": entry.device(CFG),
             },
             sort_keys=True,
         )
