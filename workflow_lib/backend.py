@@ -25,9 +25,9 @@ class BackendError(RuntimeError):
 def select(device: str) -> None:
     """Let JAX use only the platforms of ``device`` (``'cpu'`` or ``'gpu'``); for ``'gpu'``,
     allocate device memory on demand instead of preallocating most of the GPU
-    (``XLA_PYTHON_CLIENT_PREALLOCATE=false`` unless the environment sets it; a
-    ``XLA_PYTHON_CLIENT_MEM_FRACTION`` there caps each job). Must run before JAX starts its
-    backend."""
+    (``XLA_PYTHON_CLIENT_PREALLOCATE=false`` unless the environment sets it, e.g. to ``true``
+    with ``XLA_PYTHON_CLIENT_MEM_FRACTION`` for a fixed share per job). Must run before JAX
+    starts its backend."""
     if device not in DEVICES:
         raise BackendError(f"job device = {device!r}: must be one of {', '.join(DEVICES)}")
     if device == "gpu":
