@@ -59,6 +59,29 @@ def test_a_gpu_job_without_a_gpu_stops_at_start_with_one_line(tmp_path):
 
 
 @needs_no_gpu
+def test_on_a_gpu_host_without_a_cuda_jax_the_gpu_job_stops_where_jax_would_fall_back():
+    """A GPU host with this CPU-only JAX (JAX's probe for NVIDIA device files answers yes): JAX
+    alone falls back to the CPU with a warning; the GPU job stops with JAX's reason and the
+    install line instead."""
+    probe = "import jax._src.hardware_utils as h; h.has_visible_nvidia_gpu = lambda: True; "
+    plain = subprocess.run([sys.executable, "-c", probe + "import jax; print(jax.devices())"],
+                           capture_output=True, text=True, timeout=120, check=True)
+    assert "Falling back to cpu" in plain.stderr
+    job = json.dumps({"params": PARAMS, "device": "gpu"})
+    code = (probe + "import sys; from workflow_lib.__main__ import main; "
+            f"sys.exit(main(['stage', 'sample', '--job', {job!r}]))")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 2, run.stderr[-2000:]
+    (line,) = error_lines(run.stderr)
+    assert line.startswith("error: rule sample runs on a GPU (compute.gpu: true), but JAX "
+                           "cannot start CUDA (Unable to initialize backend 'cuda'")
+    assert line.endswith(f"install a CUDA JAX with {CUDA_INSTALL} on a host with an NVIDIA GPU, "
+                         "or set compute.gpu: false")
+    assert "JAX_PLATFORMS" not in line and "Falling back" not in run.stderr
+
+
+@needs_no_gpu
 def test_the_omniglot_command_with_gpus_on_stops_the_same_way(tmp_path):
     cmd = [sys.executable, "-m", "workflow_lib", "omniglot", str(tmp_path / "out"),
            "--configfile", str(ROOT / "config.yaml"), "--configfile",

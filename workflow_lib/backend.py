@@ -38,20 +38,22 @@ def select(device: str) -> None:
 
 
 def require(device: str, what: str) -> None:
-    """Start JAX's backend; raise ``BackendError`` naming ``what`` (``rule NAME``) and what to
-    install when ``device`` is ``'gpu'`` and JAX starts without a GPU (no CUDA JAX, no visible
-    GPU, or CUDA failing to start)."""
+    """For ``device == 'gpu'``, start JAX's backend and raise ``BackendError`` naming ``what``
+    (``rule NAME``) and what to install when JAX starts without a GPU: no visible GPU, or one
+    that JAX cannot start (no CUDA JAX installed, or CUDA failing), with JAX's reason."""
+    if device != "gpu":
+        return
     import jax
 
     try:
-        found = jax.default_backend()
-        reason = "finds none"
-    except RuntimeError as exc:  # a CUDA JAX that cannot start: its reason, first line
-        found, reason = "", f"cannot start CUDA ({str(exc).splitlines()[0]})"
-    if device == "gpu" and found != "gpu":
+        found, reason = jax.default_backend(), "finds none"
+    except RuntimeError as exc:  # JAX's reason, without its advice on JAX_PLATFORMS
+        found = ""
+        reason = f"cannot start CUDA ({str(exc).splitlines()[0].split(' (set JAX_PLATFORMS')[0]})"
+    if found != "gpu":
         raise BackendError(
-            f"{what} runs on a GPU (compute.gpu: true), but JAX {reason}: install a CUDA "
-            f"JAX with {CUDA_INSTALL} on a host with an NVIDIA GPU, or set compute.gpu: false"
+            f"{what} runs on a GPU (compute.gpu: true), but JAX {reason}: install a CUDA JAX "
+            f"with {CUDA_INSTALL} on a host with an NVIDIA GPU, or set compute.gpu: false"
         )
 
 
