@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "results"
-HOST_COLUMNS = ("host_cpu", "cpus", "device", "jax_version", "commit", "date")
+HOST_COLUMNS = ("host_cpu", "cpus", "backend", "device", "jax_version", "commit", "date")
 THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "XLA_FLAGS")
 
 
@@ -57,19 +57,22 @@ def _commit() -> str:
 
 
 def host_columns() -> dict[str, str]:
-    """The host columns: CPU model, CPU count, JAX's first device and version, commit, UTC date."""
+    """The host columns: CPU model, CPU count, JAX's backend (``cpu``, ``gpu``), the kind of its
+    first device (``cpu`` or the GPU's model name), JAX's version, commit, UTC date."""
     try:
         import jax
 
-        dev = jax.devices()[0]
-        device, jax_version = f"{dev.device_kind} ({dev.platform})", jax.__version__
+        from workflow_lib.backend import describe
+
+        found = describe()
+        jax_columns = {"backend": found["jax_backend"], "device": found["jax_device"],
+                       "jax_version": jax.__version__}
     except ImportError:
-        device, jax_version = "none", "none"
+        jax_columns = dict.fromkeys(("backend", "device", "jax_version"), "none")
     return {
         "host_cpu": _cpu_model(),
         "cpus": str(os.cpu_count() or "unknown"),
-        "device": device,
-        "jax_version": jax_version,
+        **jax_columns,
         "commit": _commit(),
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
     }

@@ -62,6 +62,7 @@ def stage_params(name):
                 "output": dict(output.items()),
                 "params": entry.params(CFG, dict(wildcards.items())),
                 "threads": threads,
+                "device": entry.device(CFG),
             },
             sort_keys=True,
         )

@@ -14,7 +14,7 @@ def test_defaults_are_filled():
 
 
 @pytest.mark.parametrize("path", ["config.yaml", "config/paper.yaml",
-                                  "config/proteins_pf13354.yaml"])
+                                  "config/proteins_pf13354.yaml", "config/gpu.yaml"])
 def test_presets_are_valid(path):
     read_config_file(ROOT / path)
 

@@ -6,6 +6,7 @@ import csv
 import importlib.util
 from pathlib import Path
 
+from workflow_lib.backend import describe
 from workflow_lib.performance import (
     BENCHMARKS_DIR,
     HOST_COLUMNS,
@@ -15,7 +16,8 @@ from workflow_lib.performance import (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
-HOST = {"host_cpu": "Test CPU 9000", "cpus": "64", "device": "cpu (cpu)", "jax_version": "0.0.1"}
+HOST = {"host_cpu": "Test CPU 9000", "cpus": "64", "backend": "gpu", "device": "Test GPU 9000",
+        "jax_version": "0.0.1"}
 
 
 def write_csv(path: Path, rows: list[dict[str, str]]) -> None:
@@ -73,6 +75,9 @@ def test_recorded_rows_reach_the_page(tmp_path):
     text = section(performance_page(tmp_path), "bench_replica.py")
     for value in rec.fixed.values():
         assert value in text
+    found = describe()  # the backend and device of this process's JAX
+    assert rec.fixed["backend"] == found["jax_backend"]
+    assert rec.fixed["device"] == found["jax_device"]
     assert "| task (L = 200) | 0.0071 |" in text and "| simulation | 3.1 |" in text
 
 

@@ -3,7 +3,7 @@
 ``stage NAME --job JSON`` runs one workflow stage (what every Snakemake rule calls);
 ``inspect FILE...`` prints an artefact's schema, provenance, datasets and key figures;
 ``check-config FILE...`` validates config files (merged in order, as ``--configfile`` does);
-``omniglot OUTDIR`` runs the Omniglot study without Snakemake (on a GPU machine, say);
+``omniglot OUTDIR`` runs the Omniglot study without Snakemake (on a GPU with ``compute.gpu``);
 ``docs [--preset NAME [--results DIR]]`` writes the results pages (``workflow_lib.pages``) and the
 configuration reference. Errors the user can fix are printed as one line.
 """
@@ -17,34 +17,40 @@ import logging
 import os
 import sys
 
+from workflow_lib.backend import BackendError, require, select
 from workflow_lib.registry import Job, stages
 
 JOB_XLA_FLAGS = "--xla_cpu_use_fusion_emitters=false"
 SINGLE_THREAD_XLA_FLAGS = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
 
 
-def _configure_jax(threads: int) -> None:
+def _configure_jax(threads: int, device: str, what: str) -> None:
     """Pin BLAS and XLA to ``threads``; on CPU, one XLA device per thread (chains shard over
-    them); keep compiled programs in a persistent cache shared by jobs (``JAX_CACHE_DIR``,
-    default ``~/.cache/workflow_lib/jax``; compilation dominates short jobs and does not change
-    numbers), every program, the many small ones too (jobs share them); compile with XLA:CPU's
-    fusion emitters off (``JOB_XLA_FLAGS``: less CPU for the many short programs; the Gibbs
-    kernels turn them back on for themselves). Must run before JAX starts its backend."""
+    them); let JAX use only ``device``'s backend (``workflow_lib.backend.select``: a CPU job
+    never takes a GPU, a GPU job allocates GPU memory on demand) and stop a GPU job (``what``:
+    ``rule NAME``) that finds no GPU (``require``); keep compiled programs in a persistent cache
+    shared by jobs (``JAX_CACHE_DIR``, default ``~/.cache/workflow_lib/jax``; compilation
+    dominates short jobs and does not change numbers), every program, the many small ones too
+    (jobs share them); compile with XLA:CPU's fusion emitters off (``JOB_XLA_FLAGS``: less CPU
+    for the many short programs; the Gibbs kernels turn them back on for themselves). Must run
+    before JAX starts its backend."""
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = str(threads)
     flags = JOB_XLA_FLAGS + (f" {SINGLE_THREAD_XLA_FLAGS}" if threads == 1 else "")
     os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {flags}".strip()
+    select(device)
     import jax
 
     jax.config.update("jax_num_cpu_devices", threads)
     cache = os.environ.get("JAX_CACHE_DIR", os.path.expanduser("~/.cache/workflow_lib/jax"))
     jax.config.update("jax_compilation_cache_dir", cache)
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    require(device, what)
 
 
 def _run_stage(name: str, job_json: str) -> None:
     job = Job(**json.loads(job_json))
-    _configure_jax(job.threads)
+    _configure_jax(job.threads, job.device, f"rule {name}")
     module, func = stages()[name].split(":")
     getattr(importlib.import_module(module), func)(job)
 
@@ -90,7 +96,8 @@ def _run_omniglot(args: argparse.Namespace) -> None:
 
     files = args.configfile or (["config.yaml"] if os.path.exists("config.yaml") else [])
     cfg = read_config_files(files, args.set)
-    _configure_jax(args.threads)
+    _configure_jax(args.threads, "gpu" if cfg["compute"]["gpu"] else "cpu",
+                   "the omniglot command")
     from workflow_lib.studies.omniglot.runner import run_study
 
     run_study(cfg, args.outdir, cfg["omniglot"]["data_dir"], args.model, args.train_only)
@@ -170,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{' + '.join(args.files)}: valid")
         else:
             _run_omniglot(args)
-    except (ArtefactError, ConfigError, StageError) as exc:
+    except (ArtefactError, BackendError, ConfigError, StageError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return 0

@@ -3,10 +3,11 @@
 Every file carries the attributes ``schema`` (e.g. ``potts-samples/1``), ``created``,
 ``workflow_lib_version``, ``git_commit``, ``config_digest``, ``config`` (the JSON of the params the
 job depended on), ``seeds``, the versions of jax, numpy and h5py, and the compute context that can
-change float results (``xla_flags``, ``host_cpus``: float32 transformer training differs in its
-last digits between one and several XLA threads). It is written under a
-temporary name in the target folder and renamed when complete, so an interrupted job never leaves
-a file that looks complete.
+change float results: ``jax_backend`` and ``jax_device`` (``cpu`` and ``cpu``, or ``gpu`` and the
+GPU's model name: ``workflow_lib.backend.describe``), ``xla_flags`` and ``host_cpus`` (float32
+transformer training differs in its last digits between one and several XLA threads). It is
+written under a temporary name in the target folder and renamed when complete, so an interrupted
+job never leaves a file that looks complete.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import h5py
 import numpy as np
 
 import workflow_lib
+from workflow_lib.backend import describe as describe_backend
 from workflow_lib.config import digest
 
 COMPRESS_ABOVE = 4096  # elements; larger arrays get gzip + shuffle
@@ -80,6 +82,7 @@ def provenance(params: Mapping[str, Any], seeds: Mapping[str, int]) -> dict[str,
         "jax_version": jax.__version__,
         "numpy_version": np.__version__,
         "h5py_version": h5py.__version__,
+        **describe_backend(),
         "xla_flags": os.environ.get("XLA_FLAGS", ""),
         "host_cpus": str(os.cpu_count()),
     }

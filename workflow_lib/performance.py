@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 
 BENCHMARKS_DIR = Path(__file__).resolve().parents[1] / "benchmarks"
-HOST_COLUMNS = ("host_cpu", "cpus", "device", "jax_version", "commit", "date")
+HOST_COLUMNS = ("host_cpu", "cpus", "backend", "device", "jax_version", "commit", "date")
 NO_FIGURES = "No figures recorded yet: run the command above."
 REGENERATE = ".venv/bin/python -m workflow_lib docs"
 _NUMBER = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^nan$")
@@ -91,9 +91,10 @@ def performance_page(results_dir: Path, benchmarks_dir: Path = BENCHMARKS_DIR) -
         "them, one row per measured configuration, to `benchmarks/results/<script name>.csv` "
         "(`--csv PATH` writes elsewhere); a ratio is always against a baseline measured in the "
         "same run, so that both sides share one host. Every row records its host (`host_cpu`, "
-        "`cpus`, `device`, `jax_version`), the `commit` and the UTC `date`, and the command that "
-        "gave it; the tables below show each file's latest run. This page is generated from those "
-        f"files by `workflow_lib.performance`; regenerate it with `{REGENERATE}`.",
+        "`cpus`, JAX's `backend` and `device`, `jax_version`), the `commit` and the UTC `date`, "
+        "and the command that gave it; the tables below show each file's latest run. This page is "
+        "generated from those files by `workflow_lib.performance`; regenerate it with "
+        f"`{REGENERATE}`.",
     ]
     for script in sorted(benchmarks_dir.glob("bench_*.py")):
         lines += [

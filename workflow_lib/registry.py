@@ -7,9 +7,10 @@ tables, figure panels and captions. The study's rules file (``rules/<study>.smk`
 the SLURM submissions and the command line all read it.
 
 Stages take a ``Job``: the rule's input and output paths, the config slice it depends on
-(``params``), its seeds and threads. Stages read and write artefacts; the science lives in the
-other subpackages. Registries describe rules and compute nothing, so code digests do not follow
-them (``workflow_lib.code_digest``): a change to one shows in the jobs' params and outputs.
+(``params``), its seeds, threads and device. Stages read and write artefacts; the science lives
+in the other subpackages. Registries describe rules and compute nothing, so code digests do not
+follow them (``workflow_lib.code_digest``): a change to one shows in the jobs' params and
+outputs.
 """
 
 from __future__ import annotations
@@ -32,12 +33,15 @@ Amount = Callable[[Config, Wildcards], float]  # before scaling by the attempt
 
 @dataclass(frozen=True)
 class Job:
-    """``input``/``output``: name -> path; ``params``: the config slice (recorded and hashed)."""
+    """``input``/``output``: name -> path; ``params``: the config slice (recorded and hashed);
+    ``device``: ``'cpu'`` or ``'gpu'``, the backend the stage runner lets JAX use
+    (``Rule.device``, ``workflow_lib.backend``)."""
 
     input: dict[str, Any] = field(default_factory=dict)
     output: dict[str, str] = field(default_factory=dict)
     params: dict[str, Any] = field(default_factory=dict)
     threads: int = 1
+    device: str = "cpu"
 
 
 class StageError(RuntimeError):
@@ -81,6 +85,11 @@ class Rule:
         """``{'runtime': minutes, 'mem_mb': MB}`` of attempt ``attempt`` (1, 2, ...)."""
         return {"runtime": max(1, math.ceil(attempt * self.minutes(cfg, wildcards))),
                 "mem_mb": max(1, math.ceil(attempt * self.mem_mb(cfg, wildcards)))}
+
+    def device(self, cfg: Config) -> str:
+        """``'gpu'`` for a rule marked for a GPU when ``compute.gpu`` is on, else ``'cpu'``: the
+        backend its jobs run on (the job's ``device``)."""
+        return "gpu" if self.gpu and cfg["compute"]["gpu"] else "cpu"
 
 
 @dataclass(frozen=True)
