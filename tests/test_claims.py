@@ -10,7 +10,6 @@ import pandas as pd
 import pytest
 
 from workflow_lib import claims as c
-from workflow_lib.studies.attention_hmm.claims import hmm_claims
 from workflow_lib.studies.potts_paper.claims import potts_claims, rise
 
 
@@ -139,23 +138,3 @@ def test_exact_values_keep_their_n_and_a_bonferroni_interval_is_wider():
     negative = c.Measure(-1.0, 0.2, 10, tests=100)  # below() keeps the widening
     assert c.below(c.Measure(-1.0, 0.2, 10), 0.0) == c.HOLDS
     assert c.below(negative, 0.0) == c.NOT_RESOLVED
-
-
-def test_hmm_claims():
-    acc = pd.DataFrame([
-        {"realisation": k, "experiment": "four_paths", "method": method, "N": N,
-         "network": "all", "accuracy": acc + 0.002 * k}
-        for k in range(3)
-        for method, N, acc in (("theory", 10.0, 0.96), ("theory", 1000.0, 0.86),
-                               ("gp", np.inf, 0.85), ("samples", 10.0, 0.955))])
-    ops = pd.DataFrame([
-        {"realisation": k, "experiment": "four_paths", "method": "theory", "N": 10.0,
-         "row": row, "col": col, "value": value + 0.01 * k}
-        for k in range(3)
-        for row, col, value in (("g", "d", -4.0), ("a1", "a1", 0.5), ("a2", "a2", 0.6))])
-    verdicts = dict(zip(*hmm_claims({"accuracy": acc, "order_parameters": ops})[["id", "verdict"]]
-                        .to_numpy().T, strict=True))
-    assert verdicts == {"four_paths.theory_above_gp": c.HOLDS,
-                        "four_paths.samples_on_theory_N10": c.HOLDS,
-                        "four_paths.denoising": c.HOLDS,
-                        "four_paths.adversarial_suppressed": c.HOLDS}

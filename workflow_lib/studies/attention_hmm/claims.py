@@ -28,8 +28,8 @@ RHAT = 1.1  # converged chains: the potential scale reduction below this (Gelman
 
 
 def _row(id: str, figure: str, statement: str, paper: str, test: c.Test, criterion: str,
-         kind: str = c.CLAIM) -> dict:
-    return c.row(id, STUDY, figure, statement, paper, test, criterion, REALISATION, kind)
+         kind: str = c.CLAIM, unit: str = REALISATION) -> dict:
+    return c.row(id, STUDY, figure, statement, paper, test, criterion, unit, kind)
 
 
 def _paired(a: pd.Series, b: pd.Series) -> pd.Series:
@@ -171,14 +171,14 @@ def diagnostic_checks(diag: pd.DataFrame) -> list[dict]:
             "theory.minimum", "Sec. 3", "The order parameter is the minimum of the action", "",
             c.every(ok, theory["grad_max"]), f"every (realisation, experiment, N): max |dS/dU| / "
             f"N <= {GRAD_MAX:g} and the smallest Hessian eigenvalue > 0; measured: the mean "
-            "gradient", c.CHECK))
+            "gradient", c.CHECK, "theory solve"))
     samples = diag[diag["method"] == "samples"]
     if len(samples) and "rhat" in samples:
         runs = samples.groupby(["realisation", "experiment", "N"])["rhat"].first()
         rows.append(_row(
             "samples.converged", "Fig. 2c", "The posterior samples come from converged chains",
             "", c.every(runs < RHAT, runs), f"every (realisation, experiment, N): R-hat < {RHAT} "
-            "(NaN with one chain fails); measured: the mean R-hat", c.CHECK))
+            "(NaN with one chain fails); measured: the mean R-hat", c.CHECK, "sampled width"))
     return rows
 
 
