@@ -36,6 +36,7 @@ SAMPLES_TOLERANCE = 0.02  # samples "on the theory": within 2 accuracy points, t
 # paper's samples around its theory curve
 PERMUTATIONS = 9999  # random relabellings of the Mantel test (its p resolves 1e-4)
 PERMUTATION_SEED = 0  # fixed: the verdict is a function of the tables alone
+TIE = 1e-12  # permuted statistics this close to the observed one count as ties (on both sides)
 
 
 def binomial_above(successes: int, n: int, bound: float) -> c.Test:
@@ -88,7 +89,8 @@ def mantel(a: np.ndarray, b: np.ndarray, permutations: int = PERMUTATIONS,
     """The Mantel test of "the symmetric path-path matrices ``a``, ``b``: (Pi, Pi) share their
     pattern": Pearson r of their upper triangles (diagonal included), its one-sided p against
     ``permutations`` joint relabellings of ``b``'s rows and columns (a relabelling keeps the
-    diagonal on the diagonal, so the null keeps each matrix's structure). ``n``: the paths."""
+    diagonal on the diagonal, so the null keeps each matrix's structure); a Monte Carlo p, so
+    ``p_exact`` is NaN. ``n``: the paths."""
     rng = np.random.default_rng(seed)
     perms = np.array([np.arange(len(b))] + [rng.permutation(len(b)) for _ in range(permutations)])
     i, j = np.triu_indices(len(a))
@@ -96,10 +98,10 @@ def mantel(a: np.ndarray, b: np.ndarray, permutations: int = PERMUTATIONS,
     ys = np.apply_along_axis(_centred, 1, b[perms[:, i], perms[:, j]])  # (1 + permutations, m)
     null = ys @ x
     r, null = float(null[0]), null[1:]  # the identity relabelling comes first
-    p_up = float((1 + np.sum(null >= r)) / (1 + permutations))
-    p_down = float((1 + np.sum(null <= r)) / (1 + permutations))
+    p_up = float((1 + np.sum(null >= r - TIE)) / (1 + permutations))
+    p_down = float((1 + np.sum(null <= r + TIE)) / (1 + permutations))
     verdict = c.HOLDS if p_up < c.ALPHA else c.FAILS if p_down < c.ALPHA else c.NOT_RESOLVED
-    return c.Test("Mantel permutation", r, math.nan, len(a), r, p_up, p_up, verdict)
+    return c.Test("Mantel permutation", r, math.nan, len(a), r, p_up, math.nan, verdict)
 
 
 def rank_correlation_above(x: np.ndarray, y: np.ndarray) -> c.Test:
@@ -113,8 +115,7 @@ def rank_correlation_above(x: np.ndarray, y: np.ndarray) -> c.Test:
     ys = np.apply_along_axis(_centred, 1, np.array(list(itertools.permutations(y))))  # (n!, n)
     null = ys @ _centred(x)
     rho = float(null[0])  # the identity permutation comes first
-    tol = 1e-12  # ties in the null are counted on both sides
-    p_up, p_down = float(np.mean(null >= rho - tol)), float(np.mean(null <= rho + tol))
+    p_up, p_down = float(np.mean(null >= rho - TIE)), float(np.mean(null <= rho + TIE))
     verdict = c.HOLDS if p_up < c.ALPHA else c.FAILS if p_down < c.ALPHA else c.NOT_RESOLVED
     return c.Test("Spearman exact permutation", rho, math.nan, n, rho, p_up, p_up, verdict)
 
