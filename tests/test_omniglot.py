@@ -3,6 +3,7 @@ form, its training recipe (leaving the plateau), head scores and pruning, the st
 
 from __future__ import annotations
 
+import io
 import json
 
 import jax
@@ -21,6 +22,7 @@ from workflow_lib.config import load_config
 from workflow_lib.registry import Job
 from workflow_lib.studies.omniglot import data as omniglot
 from workflow_lib.studies.omniglot import stages, training
+from workflow_lib.studies.omniglot.claims import omniglot_claims
 from workflow_lib.studies.omniglot.registry import STUDY, stage_params
 
 ARCHIVE = ROOT / "data" / "omniglot" / "images_background_small1.zip"
@@ -272,7 +274,15 @@ def test_stages_end_to_end(tiny_run):
     assert pr["cumulative/random"].shape == (cfg["omniglot"]["random_orders"],
                                              net["layers"] * (net["heads"] - 1) + 1)
     claims = pd.read_csv(out / "tables" / "claims.csv")
-    assert len(claims) == 5 and set(claims["verdict"]) <= set(VERDICTS)
+    assert set(claims["verdict"]) <= set(VERDICTS)
+    assert claims["id"].str.startswith(("fig3.", "fig3b.", "fig3c.", "fig3d.", "fig3e.",
+                                        "fig3f.")).all() and claims["id"].is_unique
+    tables = {name: pd.read_csv(out / "tables" / f"{name}.csv")
+              for name in STUDY.tables if name != "claims"}
+    again = omniglot_claims(tables)  # the claims table follows from the CSV tables alone
+    pd.testing.assert_frame_equal(pd.read_csv(io.StringIO(again.to_csv(index=False))), claims)
+    ep = tables["episodes"]
+    assert len(ep) == cfg["omniglot"]["n_test"] * ep.groupby(["method", "N"]).ngroups
     for panel in (p.name for p in STUDY.panels):
         for ext in ("png", "pdf"):
             assert (tiny_run / "results" / "figures" / f"{panel}.{ext}").stat().st_size > 1000

@@ -88,7 +88,13 @@ class Samples:
         chains, and of each chain's, ``(C,)``."""
         per_chain = np.array([theory.accuracy(model.readout(phi, W), y)
                               for W in self.mean_weights])
-        return theory.accuracy(model.readout(phi, self.mean_weights.mean(axis=0)), y), per_chain
+        return float(self.correct(phi, y).mean()), per_chain
+
+    def correct(self, phi: jax.Array, y: jax.Array) -> np.ndarray:
+        """Per input of ``phi: (n, N0, Pi)``, whether the posterior-mean predictor of all chains
+        has the sign of ``y: (n,)``: ``(n,)`` bool."""
+        mean = model.readout(phi, self.mean_weights.mean(axis=0))
+        return np.sign(np.asarray(mean)) == np.asarray(y)
 
     def datasets(self, accuracy_per_chain: np.ndarray) -> dict[str, np.ndarray]:
         """The artefact's datasets: ``U/{l}: (C, S, m, m)``, ``ua: (C, S)``, ``mean_weights``,

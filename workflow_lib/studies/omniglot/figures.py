@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from workflow_lib.studies.attention_hmm.figures import heatmap, overlap_bars  # noqa: E402
+from workflow_lib.attention.panels import heatmap, overlap_bars  # noqa: E402
 from workflow_lib.studies.omniglot.registry import STUDY  # noqa: E402
 
 
@@ -96,9 +96,9 @@ def cumulative_pruning(cumulative: pd.DataFrame) -> plt.Figure:
         for _, r in rows.iloc[1:].iterrows():
             ax.annotate(r["last"], (r["removed"], 100 * r["accuracy"]), fontsize=6,
                         textcoords="offset points", xytext=(2, 4))
-    rand = cumulative[cumulative["order"] == "random"]
-    ax.errorbar(rand["removed"], 100 * rand["accuracy"], 100 * rand["sem"], fmt="^:", color="0.4",
-                capsize=2, label="random order (mean ± s.e.m.)")
+    rand = cumulative[cumulative["order"] == "random"].groupby("removed")["accuracy"]
+    ax.errorbar(rand.mean().index, 100 * rand.mean(), 100 * rand.sem().fillna(0.0), fmt="^:",
+                color="0.4", capsize=2, label="random order (mean ± s.e.m.)")
     ax.set_xlabel("heads pruned")
     ax.set_ylabel("test accuracy (%)")
     ax.set_title("(f) pruning in head-score order", fontsize=9)

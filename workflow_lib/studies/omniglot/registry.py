@@ -91,8 +91,8 @@ STUDY = Study(
         Rule("omniglot_figure", f"{STAGES}.stages_results:omniglot_figure", panel_params,
              constant(10), constant(2000), local=True),
     ),
-    tables=("accuracy", "order_parameters", "pc_overlaps", "head_scores", "cumulative_pruning",
-            "claims"),
+    tables=("accuracy", "episodes", "order_parameters", "pc_overlaps", "head_scores",
+            "cumulative_pruning", "claims"),
     claims="omniglot/tables/claims.csv",
     claims_of="workflow_lib.studies.omniglot.claims:omniglot_claims",
     panels=(

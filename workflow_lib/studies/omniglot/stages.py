@@ -107,7 +107,8 @@ def omniglot_theory(job: Job) -> None:
 
 def omniglot_sample(job: Job) -> None:
     """NUTS samples of every weight at ``sample_width`` and the temperature the theory selected
-    there (datasets as ``paths_sample``)."""
+    there (datasets as ``paths_sample``, and ``correct/test: (n_test,)``, 1 where the
+    posterior-mean predictor gets a test episode right)."""
     p, cfg, scfg = job.params, job.params["omniglot"], job.params["omniglot"]["sampler"]
     f, heads = oa.read_features(job.input["features"])
     th = read_artefact(job.input["theory"], artefacts.OMNIGLOT_THEORY,
@@ -123,7 +124,9 @@ def omniglot_sample(job: Job) -> None:
     acc, per_chain = s.accuracy(f["phi/test"], f["y/test"])
     log.info("N=%d, T=%g: sampled test accuracy %.3f (chains %s)", N, T, acc,
              np.round(per_chain, 3))
-    _write(job.output["samples"], artefacts.OMNIGLOT_SAMPLES, s.datasets(per_chain), p,
+    correct = s.correct(f["phi/test"], f["y/test"]).astype(np.int8)
+    _write(job.output["samples"], artefacts.OMNIGLOT_SAMPLES,
+           {**s.datasets(per_chain), "correct/test": correct}, p,
            {"width": N, "temperature": T, "accuracy": acc, "rhat": s.rhat, "ess": s.ess,
             "warmup_seconds": s.warmup_seconds, "sampling_seconds": s.sampling_seconds,
             "sampler": "numpyro NUTS, every weight sampled"})

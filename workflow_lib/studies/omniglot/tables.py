@@ -1,5 +1,5 @@
-"""Tidy tables of the one-shot Omniglot study (the paper's Fig. 3b-f) from its artefacts, and the
-claims table of the paper's claims on them."""
+"""Tidy tables of the one-shot Omniglot study (the paper's Fig. 3b-f) from its artefacts; the
+claims table is computed from them (``omniglot.claims``)."""
 
 from __future__ import annotations
 
@@ -7,17 +7,11 @@ import json
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
-from workflow_lib import claims as c
 from workflow_lib.artefacts import Artefact
 from workflow_lib.attention import heads as head_paths
 from workflow_lib.attention import icl, model
-
-PAPER_ACCURACY = 0.838  # unpruned gradient-descent test accuracy of the paper's model
-TARGET_ACCURACY = 0.70
-SAMPLES_TOLERANCE = 0.02  # samples within 2 points of the theory
-STUDY = "omniglot"
+from workflow_lib.studies.omniglot.claims import omniglot_claims
 
 
 def sem(accuracy: float, n: int) -> float:
@@ -66,6 +60,23 @@ def order_parameters(th: Artefact, samples: Artefact | None,
                          for src, U in mats.items() for r, c in np.ndindex(*U.shape)])
 
 
+def episodes(th: Artefact, samples: Artefact | None) -> pd.DataFrame:
+    """Per test episode (episode, method, N, T, correct): whether the mean predictor gets it
+    right, for the theory at every N and the GP (each at its validation-selected T) and the
+    posterior samples; all on the same test episodes."""
+    widths, temps = th["widths"], th["temperatures"]
+    runs = [("theory", float(N), float(temps[th["selected"][i]]),
+             th["correct/test"][i, th["selected"][i]]) for i, N in enumerate(widths)]
+    runs.append(("gp", np.inf, float(temps[th["gp_selected"]]),
+                 th["gp/correct/test"][th["gp_selected"]]))
+    if samples is not None:
+        runs.append(("samples", float(samples.attrs["width"]),
+                     float(samples.attrs["temperature"]), samples["correct/test"]))
+    return pd.concat([pd.DataFrame({"episode": np.arange(len(right)), "method": method, "N": N,
+                                    "T": T, "correct": np.asarray(right, int)})
+                      for method, N, T, right in runs], ignore_index=True)
+
+
 def pc_overlaps(th: Artefact) -> pd.DataFrame:
     return pd.DataFrame([{"regime": regime, "rank": k + 1, "overlap": float(v)}
                          for regime in ("fw", "gp")
@@ -83,85 +94,29 @@ def head_scores(pruning: Artefact) -> pd.DataFrame:
 
 
 def cumulative_pruning(pruning: Artefact) -> pd.DataFrame:
-    """Accuracy after k removals (order, removed, accuracy, sem, last): by ascending and
-    descending score, and the mean over the random orders with its s.e.m."""
+    """Accuracy after k removals (order, replicate, removed, accuracy, last): by ascending and
+    descending score (replicate 0), and for each random order (replicate 0 .. R - 1)."""
     rows = []
     for order in ("ascending", "descending"):
         names = [""] + [f"({layer + 1}){h + 1}" for layer, h in pruning[f"removed/{order}"]]
-        rows += [{"order": order, "removed": k, "accuracy": float(acc), "sem": 0.0, "last": name}
+        rows += [{"order": order, "replicate": 0, "removed": k, "accuracy": float(acc),
+                  "last": name}
                  for k, (acc, name) in enumerate(zip(pruning[f"cumulative/{order}"], names,
                                                      strict=True))]
-    rand = pruning["cumulative/random"]  # (R, k + 1)
-    spread = rand.std(axis=0, ddof=1) / np.sqrt(len(rand)) if len(rand) > 1 else 0 * rand[0]
-    rows += [{"order": "random", "removed": k, "accuracy": float(m), "sem": float(s), "last": ""}
-             for k, (m, s) in enumerate(zip(rand.mean(axis=0), spread, strict=True))]
+    rows += [{"order": "random", "replicate": r, "removed": k, "accuracy": float(acc), "last": ""}
+             for r, curve in enumerate(pruning["cumulative/random"])  # (R, k + 1)
+             for k, acc in enumerate(curve)]
     return pd.DataFrame(rows)
-
-
-def claims(acc: pd.DataFrame, scores: pd.DataFrame, pruning: Artefact) -> pd.DataFrame:
-    """The paper's Fig. 3 claims measured on the tables (``workflow_lib.claims``): the
-    gradient-descent accuracy above ``TARGET_ACCURACY`` (paper 83.8 %); the theory above the GP
-    at the smallest N; samples within ``SAMPLES_TOLERANCE`` of the theory; head score and
-    pruning cost rank-correlated; pruning in ascending score order above random orders (accuracy
-    excess averaged over the removals, s.e.m. over the random orders). Accuracies carry the
-    binomial s.e.m. of the ``n_test`` test episodes."""
-    chosen = acc[acc["selected"]].set_index("method")
-    n = int(acc["n_test"].iloc[0])
-    theory = acc[(acc["method"] == "theory") & acc["selected"]].sort_values("N")
-    gd = float(chosen.loc["gradient descent", "test"])
-    m = c.Measure(gd, sem(gd, n), n)
-    rows = [
-        c.row("fig3.gradient_descent", STUDY, "Fig. 3b", "The two-layer attention network "
-              "trained by gradient descent solves one-shot Omniglot episodes",
-              f"{PAPER_ACCURACY:.1%}", m, f"test accuracy > {TARGET_ACCURACY} (this "
-              "workflow's target for its CPU-sized model)", c.above(m, TARGET_ACCURACY)),
-    ]
-    if len(theory) and "gp" in chosen.index:
-        gp = float(chosen.loc["gp", "test"])
-        small = theory.iloc[0]
-        gap = c.Measure(float(small["test"] - gp),
-                        float(np.hypot(sem(small["test"], n), sem(gp, n))), n)
-        rows.append(c.row(
-            "fig3b.theory_above_gp", STUDY, "Fig. 3b", "At small width the theory with the "
-            "network's heads generalises better than the GP limit", "", gap,
-            f"test accuracy theory (N = {small['N']:g}) - GP > 0 (independent binomial errors: "
-            "conservative for the same episodes)", c.above(gap, 0.0)))
-    if "samples" in chosen.index:
-        s = chosen.loc["samples"]
-        at = theory[theory["N"] == s["N"]]
-        if len(at):
-            theirs = float(at["test"].iloc[0])
-            m = c.Measure(float(s["test"]) - theirs,
-                          float(np.hypot(sem(float(s["test"]), n), sem(theirs, n))), n)
-            rows.append(c.row(
-                "fig3b.samples_on_theory", STUDY, "Fig. 3b", "Posterior samples agree with the "
-                "theory", "", m, f"test accuracy samples - theory at N = {s['N']:g} within "
-                f"+-{SAMPLES_TOLERANCE} (independent binomial errors: conservative)",
-                c.within(m, SAMPLES_TOLERANCE)))
-    rho, p = stats.spearmanr(scores["score"], scores["drop"])
-    significant = p < 1 - c.LEVEL
-    verdict = c.NOT_RESOLVED if not significant else (c.HOLDS if rho > 0 else c.FAILS)
-    rows.append(c.row(
-        "fig3e.score_predicts_cost", STUDY, "Fig. 3e", "Heads with a low score cost little "
-        "accuracy when pruned (score and cost rank-correlated)", "",
-        c.exact(float(rho), len(scores)), "Spearman rho of head score and pruning cost over the "
-        "heads, its sign resolved at p < 0.05", verdict))
-    excess = (pruning["cumulative/ascending"] - pruning["cumulative/random"])[:, 1:].mean(axis=1)
-    m = c.mean_sem(excess)
-    rows.append(c.row(
-        "fig3f.score_order_pruning", STUDY, "Fig. 3f", "Pruning heads in ascending score order "
-        "keeps more accuracy than random orders", "", m, "accuracy, score order minus random "
-        "orders, mean over removals, > 0", c.above(m, 0.0)))
-    return c.table(rows)
 
 
 def tables(model_art: Artefact, th: Artefact, samples: Artefact | None, pruning: Artefact,
            params: icl.Params, net: icl.Net) -> dict[str, pd.DataFrame]:
     """Every table of the study (its registry) from the model, theory, samples (or None) and
-    pruning artefacts; ``params``, ``net``: the model's."""
-    out = {"accuracy": accuracy(model_art, th, samples),
+    pruning artefacts; ``params``, ``net``: the model's. The claims table is computed from the
+    others alone."""
+    out = {"accuracy": accuracy(model_art, th, samples), "episodes": episodes(th, samples),
            "order_parameters": order_parameters(th, samples, params, net),
            "pc_overlaps": pc_overlaps(th), "head_scores": head_scores(pruning),
            "cumulative_pruning": cumulative_pruning(pruning)}
-    out["claims"] = claims(out["accuracy"], out["head_scores"], pruning)
+    out["claims"] = omniglot_claims(out)
     return out
