@@ -2,7 +2,8 @@
 
 ``stage NAME --job JSON`` runs one workflow stage (what every Snakemake rule calls);
 ``inspect FILE...`` prints an artefact's schema, provenance, datasets and key figures;
-``check-config FILE...`` validates config files (merged in order, as ``--configfile`` does);
+``check-config FILE...`` validates config files (merged in order, as ``--configfile`` does) and
+opens every protein alignment and distance file they name;
 ``omniglot OUTDIR`` runs the Omniglot study without Snakemake (on a GPU machine, say);
 ``docs [--preset NAME [--results DIR]]`` writes the results pages (``workflow_lib.pages``) and the
 configuration reference. Errors the user can fix are printed as one line.
@@ -77,6 +78,22 @@ def _run_omniglot(args: argparse.Namespace) -> None:
     run_study(cfg, args.outdir, cfg["omniglot"]["data_dir"], args.model, args.train_only)
 
 
+def _check_config(files: list[str]) -> int:
+    """Validate the merged config files, then open every protein file they name (paths relative
+    to the working directory, the repository when run from there as Snakemake is): one line per
+    problem on stderr; 2 if any."""
+    from workflow_lib.config import read_config_files
+    from workflow_lib.proteins.alignment import check_families
+
+    problems = check_families(read_config_files(files)["proteins"]["families"], ".")
+    for problem in problems:
+        print(f"error: {problem}", file=sys.stderr)
+    if problems:
+        return 2
+    print(f"{' + '.join(files)}: valid")
+    return 0
+
+
 def _inspect(path: str) -> str:
     """``describe`` of an artefact; for samples artefacts also its beta tuning and attempts."""
     from workflow_lib.artefacts import describe, read_artefact
@@ -129,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     logging.getLogger("jax").setLevel(logging.WARNING)
     from workflow_lib.artefacts import ArtefactError
-    from workflow_lib.config import ConfigError, read_config_files
+    from workflow_lib.config import ConfigError
     from workflow_lib.registry import StageError
 
     try:
@@ -140,8 +157,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "docs":
             _write_docs(args)
         elif args.command == "check-config":
-            read_config_files(args.files)
-            print(f"{' + '.join(args.files)}: valid")
+            return _check_config(args.files)
         else:
             _run_omniglot(args)
     except (ArtefactError, ConfigError, StageError) as exc:
