@@ -33,8 +33,16 @@ def test_tiny_run_prepares_fits_and_judges_the_shipped_family(tiny_run):
     assert set(json.loads(data.attrs["seeds"])) == {"seed", "split_r0", "split_r1"}
     models = pd.read_csv(results / "proteins" / "tables" / "models.csv")
     assert set(models["model"]) == {"factored-H2", "factored_softmax-H2", "plmdca", "vanilla1",
-                                    "vanilla3"}
-    assert len(models) == 10 and models[["heldout_loss", "P@L"]].notna().all().all()
+                                    "vanilla1-jacobian", "vanilla3", "vanilla3-jacobian"}
+    assert len(models) == 14 and models[["heldout_loss", "P@L"]].notna().all().all()
+    families = pd.read_csv(results / "proteins" / "tables" / "families.csv")
+    assert 0.3 < families.loc[0, "P@k_random"] < 0.5  # PF00014: an easy family
+    assert (models["P@k_random"] == families.loc[0, "P@k_random"]).all()
+    assert (models["contacts"] == "minimum inter-atomic distance < 8 Å, j - i >= 6").all()
+    per_family = pd.read_csv(results / "proteins" / "tables" / "family_models.csv")
+    assert len(per_family) == 7 and (per_family["splits"] == 2).all()
+    fit = read_artefact(results / "proteins" / "PF00014_2000" / "r0" / "vanilla3.h5", PROTEIN_FIT)
+    assert fit["jacobian_scores"].shape == (53, 53)
     fit = read_artefact(results / "proteins" / "PF00014_2000" / "r1" / "plmdca.h5", PROTEIN_FIT)
     assert fit["params/J"].shape == (53, 53, 21, 21) and fit.attrs["realisation"] == 1
     claims = pd.read_csv(results / STUDY.claims)
