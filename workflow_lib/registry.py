@@ -96,8 +96,9 @@ class Panel:
 @dataclass(frozen=True)
 class Study:
     """A study: ``name`` (its folder), ``title`` (the report's category), ``paper`` (the
-    citation), ``rules``, ``tables`` (the CSV files its tables rule writes), ``panels`` and
-    ``claims`` (its claims table, relative to the results folder)."""
+    citation), ``rules``, ``tables`` (the CSV files its tables rule writes), ``panels``,
+    ``claims`` (its claims table, relative to the results folder) and ``page_tables`` (tables,
+    relative to the results folder, shown whole on its results pages)."""
 
     name: str
     title: str
@@ -106,6 +107,7 @@ class Study:
     tables: tuple[str, ...]
     panels: tuple[Panel, ...]
     claims: str
+    page_tables: tuple[str, ...] = ()
 
     def rule(self, name: str) -> Rule:
         for each in self.rules:

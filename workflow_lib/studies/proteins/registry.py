@@ -55,6 +55,7 @@ STUDY = Study(
     ),
     tables=("models", "family_models", "curves", "pairs", "families"),
     claims="proteins/tables/claims.csv",
+    page_tables=("proteins/tables/family_models.csv",),
     panels=(
         Panel("protein_precision", ("curves",),
               "Protein families: precision of the top-ranked residue pairs (|i - j| >= "
