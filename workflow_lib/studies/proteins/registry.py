@@ -61,13 +61,10 @@ STUDY = Study(
               "Protein families: precision of the top-ranked residue pairs (|i - j| >= "
               "proteins.contacts.min_separation, distance below proteins.contacts.threshold) "
               "against their rank divided by L, per model (mean over held-out splits, band: "
-              "s.e.m.; a transformer's -jacobian line: its categorical-Jacobian scores, the "
-              "other its attention map's); dashed: the expected precision of a random ranking; "
-              "each panel's title gives the contact definition."),
+              "s.e.m.)."),
         Panel("protein_contacts", ("pairs",),
               "Protein families: true contacts (grey, lower triangle) and each model's top-L "
               "predicted pairs (upper triangle: true positives and false positives), first "
-              "held-out split; each title gives the top-L precision beside a random "
-              "ranking's."),
+              "held-out split."),
     ),
 )
