@@ -109,6 +109,11 @@ def _costs_section(costs: pd.DataFrame) -> list[str]:
     return [*lines, ""]
 
 
+def _page_table(study: Study, table: str) -> str:
+    """The snapshot's file name of a page table: ``<study>-<name>.csv``."""
+    return f"{study.name}-{Path(table).name}"
+
+
 def snapshot(results: Path, dest: Path, study: Study, source: dict) -> bool:
     """Replace ``study``'s files in the snapshot ``dest`` (its claims table, its figures as PNG,
     its jobs' measured costs, the run's config files) with those of the run in ``results``;
@@ -116,14 +121,15 @@ def snapshot(results: Path, dest: Path, study: Study, source: dict) -> bool:
     claims = results / study.claims
     if not claims.exists():
         return False
+    (dest / "figures").mkdir(parents=True, exist_ok=True)
     for table in study.page_tables:
-        shutil.copy2(results / table, dest / Path(table).name)
+        (dest / _page_table(study, table)).unlink(missing_ok=True)
+        if (results / table).exists():
+            shutil.copy2(results / table, dest / _page_table(study, table))
     costs = job_costs(results, study)
     (dest / f"{study.name}-costs.csv").unlink(missing_ok=True)
     if len(costs):
-        dest.mkdir(parents=True, exist_ok=True)
         costs.to_csv(dest / f"{study.name}-costs.csv", index=False)
-    (dest / "figures").mkdir(parents=True, exist_ok=True)
     for panel in study.panels:
         (dest / "figures" / f"{panel.name}.png").unlink(missing_ok=True)
         png = results / "figures" / f"{panel.name}.png"
@@ -153,9 +159,11 @@ def results_page(snapshot_dir: Path, study: Study, preset: str) -> str:
         if png.exists():
             lines += [f"![{panel.name}]({preset}/figures/{png.name})", "", panel.caption, ""]
     for table in study.page_tables:
-        path = snapshot_dir / Path(table).name
+        path = snapshot_dir / _page_table(study, table)
         if path.exists():
-            lines += [f"## Table `{path.name}`", "", _csv_markdown(pd.read_csv(path)), ""]
+            lines += [f"## Table `{Path(table).name}`", "",
+                      f"From [{path.name}]({preset}/{path.name}).", "",
+                      _csv_markdown(pd.read_csv(path)), ""]
     costs = snapshot_dir / f"{study.name}-costs.csv"
     if costs.exists():
         lines += _costs_section(pd.read_csv(costs))
