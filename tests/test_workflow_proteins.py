@@ -136,6 +136,11 @@ def test_check_config_gives_one_line_per_bad_input(tmp_path):
         assert line.startswith(f"error: proteins.families {kind!r}: "), line
         assert f"{tmp_path / kind / name}: " in line and problem in line, line
         assert "; " in line.split(problem)[-1]  # and what to do
+    # the shipped files, named relative to the repository, from another folder
+    presets = [str(ROOT / "config.yaml"), str(ROOT / "config" / "proteins_families.yaml")]
+    run = subprocess.run([sys.executable, "-m", "workflow_lib", "check-config", *presets],
+                         capture_output=True, text=True, cwd=tmp_path)
+    assert run.returncode == 0 and run.stdout.endswith(": valid\n"), run.stderr
 
 
 @pytest.mark.slow

@@ -78,14 +78,27 @@ def _run_omniglot(args: argparse.Namespace) -> None:
     run_study(cfg, args.outdir, cfg["omniglot"]["data_dir"], args.model, args.train_only)
 
 
+def _repository(config: str) -> str:
+    """The folder of the Snakefile that reads ``config`` (relative paths in a config are relative
+    to it): the nearest folder at or above the config file that holds a Snakefile, else the
+    working directory; as a path relative to the working directory."""
+    from pathlib import Path
+
+    for folder in Path(config).resolve().parents:
+        if (folder / "Snakefile").is_file():
+            return os.path.relpath(folder)
+    return "."
+
+
 def _check_config(files: list[str]) -> int:
-    """Validate the merged config files, then open every protein file they name (paths relative
-    to the working directory, the repository when run from there as Snakemake is): one line per
-    problem on stderr; 2 if any."""
+    """Validate the merged config files, then open every protein file they name (relative paths
+    from the repository of the first file, ``_repository``): one line per problem on stderr; 2
+    if any."""
     from workflow_lib.config import read_config_files
     from workflow_lib.proteins.alignment import check_families
 
-    problems = check_families(read_config_files(files)["proteins"]["families"], ".")
+    cfg = read_config_files(files)
+    problems = check_families(cfg["proteins"]["families"], _repository(files[0]))
     for problem in problems:
         print(f"error: {problem}", file=sys.stderr)
     if problems:
