@@ -45,6 +45,8 @@ def protein_data(job: Job) -> None:
     p = job.params
     path = Path(job.input["alignment"])
     aln = read_alignment(path)
+    raw_distances = (read_distances(job.input["distances"], aln.seqs.shape[1])
+                     if "distances" in job.input else None)  # bad input fails before the work
     seqs, rows, columns = filter_gaps(aln.seqs, p["max_gap_sequence"], p["max_gap_column"])
     M, L = seqs.shape
     weights = sequence_weights(seqs, p["identity"])
@@ -63,9 +65,8 @@ def protein_data(job: Job) -> None:
             "columns": columns + 1, "train": np.stack([s.train for s in splits]),
             "test": np.stack([s.test for s in splits]), "weights": parts}
     known = float("nan")
-    if "distances" in job.input:
-        distances = read_distances(job.input["distances"], aln.seqs.shape[1])
-        data["distances"] = distances[np.ix_(columns, columns)]
+    if raw_distances is not None:
+        data["distances"] = raw_distances[np.ix_(columns, columns)]
         upper = data["distances"][np.triu_indices(L, 1)]
         known = float(np.mean(np.isfinite(upper)))
         if known < 0.5:
