@@ -43,14 +43,15 @@ project's objective on its training rows and weights at the fit's parameters (co
 value at pydca's parameters means that the project's fit stops short of its minimum;
 ``--grad-tol`` tightens its criterion), and wall time; the Pearson and Spearman correlations of
 the two score maps over the pairs at that separation; and the reference plmDCA P@L of
-``claims.PLMDCA_REFERENCE`` as a sanity range (within ``claims.REFERENCE_TOLERANCE``) for a
-full Pfam alignment (not for the shipped PF00014 subsample). Appends
+``claims.PLMDCA_REFERENCE`` as a sanity range (within ``claims.REFERENCE_TOLERANCE``) for an
+alignment file it knows by its sha256 (not for the shipped subsamples). Appends
 one row to ``benchmarks/results/compare_pydca_proteins.csv``.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import time
 import zlib
@@ -79,14 +80,14 @@ from workflow_lib.studies.proteins.stages import split_seed
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data" / "proteins"
-SUBSAMPLED = {"PF00014"}  # shipped folders holding a subsample: no reference precision
 
 
 def family_files(family: str) -> tuple[Path, Path]:
     """The shipped alignment and distance file of ``family`` under ``data/proteins``."""
     folder = DATA / family
     alignment = folder / f"{family}.fasta.gz"
-    distances = sorted(folder.glob(f"{family}_struct.dat*"))
+    distances = sorted([*folder.glob(f"{family}_struct.dat*"),
+                        *folder.glob(f"Atomic_distances_{family}.dat")])
     if not alignment.is_file() or not distances:
         shipped = sorted(p.name for p in DATA.iterdir() if p.is_dir())
         raise SystemExit(f"no shipped alignment with distances for {family}; shipped: {shipped}")
@@ -178,7 +179,8 @@ def main() -> None:
     precision = {name: contacts.precision_at(s, distances, sep, threshold, ks.values(),
                                              columns)
                  for name, s in scores.items()}  # fmt: skip
-    ref = None if args.family in SUBSAMPLED else PLMDCA_REFERENCE.get(args.family)
+    sha256 = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    ref = PLMDCA_REFERENCE[sha256][1] if sha256 in PLMDCA_REFERENCE else None
 
     print("\n| fit | P@L/5 | P@L/2 | P@L | held-out loss | project objective | iterations | "
           "wall s |\n|---|---|---|---|---|---|---|---|")
@@ -197,7 +199,7 @@ def main() -> None:
     print(f"\nAPC Frobenius scores over the {len(i)} pairs with j - i >= {sep}: Pearson r "
           f"{pearson:.4f}, Spearman rho {spearman:.4f}")
     if ref is None:
-        print(f"no reference plmDCA P@L for {args.family}")
+        print(f"no reference plmDCA P@L for {args.family} (sha256 {sha256[:12]})")
     else:
         for name in scores:
             value = precision[name][ks["L"]]

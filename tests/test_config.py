@@ -4,7 +4,15 @@ import pytest
 import yaml
 
 from tests.conftest import ROOT
-from workflow_lib.config import ConfigError, digest, load_config, load_schema, read_config_file
+from workflow_lib.config import (
+    ConfigError,
+    digest,
+    load_config,
+    load_schema,
+    read_config_file,
+    read_config_files,
+)
+from workflow_lib.proteins.alignment import check_families
 
 
 def test_defaults_are_filled():
@@ -14,9 +22,34 @@ def test_defaults_are_filled():
 
 
 @pytest.mark.parametrize("path", ["config.yaml", "config/paper.yaml",
-                                  "config/proteins_pf13354.yaml", "config/gpu.yaml"])
+                                  "config/proteins_pf13354.yaml", "config/gpu.yaml",
+                                  "config/proteins.yaml", "config/proteins_families.yaml"])
 def test_presets_are_valid(path):
-    read_config_file(ROOT / path)
+    cfg = read_config_file(ROOT / path)
+    assert check_families(cfg["proteins"]["families"], ROOT) == []  # every file opens and parses
+
+
+def _leaf_keys(schema: dict, prefix: str = "") -> set[str]:
+    """The dotted keys of a schema section down to its leaves (objects with properties opened)."""
+    keys = set()
+    for key, sub in schema.get("properties", {}).items():
+        keys |= _leaf_keys(sub, f"{prefix}{key}.") if "properties" in sub else {prefix + key}
+    return keys
+
+
+@pytest.mark.parametrize("path", ["config/proteins.yaml", "config/proteins_families.yaml"])
+def test_protein_presets_set_every_protein_key(path):
+    """Nothing of the quick preset's protein section (config.yaml, read first) carries over: the
+    preset sets every key of the schema's section, so a new key fails this test until it does."""
+    raw = yaml.safe_load((ROOT / path).read_text())["proteins"]
+    schema = load_schema()["properties"]["proteins"]
+    for key in sorted(_leaf_keys(schema)):
+        node = raw
+        for part in key.split("."):
+            assert part in node, f"{path} does not set proteins.{key}"
+            node = node[part]
+    merged = read_config_files([ROOT / "config.yaml", ROOT / path])["proteins"]
+    assert merged == load_config({"proteins": raw})["proteins"]
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import ROOT
 from tests.workflow_runs import clone, snakemake_in
-from workflow_lib.pages import results_page, write_docs
+from workflow_lib.pages import results_page, snapshot, write_docs
 from workflow_lib.registry import studies
 
 SNAPSHOTS = sorted(p for p in (ROOT / "docs" / "results").glob("*") if p.is_dir())
@@ -94,3 +94,34 @@ def test_report_front_page_holds_every_claim(tiny_run, tmp_path):
     for study in studies():
         for claim in pd.read_csv(wd / "results" / study.claims)["id"]:
             assert claim in html, (study.name, claim)
+
+
+BENCHMARK = ("s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\t"
+             "cpu_time\n{s}\t0:00:01\t{rss}\t1.0\t1.0\t1.0\t0.0\t0.1\t50.0\t{cpu}\n")
+
+
+def test_a_results_page_shows_its_page_tables_and_measured_job_costs(tmp_path):
+    """The protein page holds its family_models table whole and one row per job benchmark of
+    the study (not another study's), with the totals."""
+    study = {s.name: s for s in studies()}["proteins"]
+    results = tmp_path / "results"
+    (results / "proteins" / "tables").mkdir(parents=True)
+    (results / study.claims).write_text(
+        "id,study,figure,statement,paper,measured,error,n,criterion,verdict\n"
+        "proteins.x,proteins,f,s,,0.1,0.01,4,c,holds\n")
+    (results / "proteins" / "tables" / "family_models.csv").write_text(
+        "family,model,P@L,P@k_random,contacts\nA,plmdca,0.8125,0.3333,d < 8 Å\n")
+    for job, seconds, rss, cpu in (("proteins/A/r0/plmdca", 12.5, 300.0, 11.0),
+                                   ("proteins/A/data", 2.0, 100.0, 1.5),
+                                   ("figures/protein_precision", 3.0, 150.0, 2.0),
+                                   ("potts/other", 99.0, 999.0, 99.0)):
+        path = results / "benchmarks" / f"{job}.tsv"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(BENCHMARK.format(s=seconds, rss=rss, cpu=cpu))
+    snap = tmp_path / "snap"
+    assert snapshot(results, snap, study, {})
+    page = results_page(snap, study, "mine")
+    assert "| A | plmdca | 0.812 | 0.333 | d < 8 Å |" in page
+    assert "3 jobs; the sum of their wall times 18 s, the longest 12 s" in page
+    assert "| proteins/A/r0/plmdca | 12.5 | 11 | 300 |" in page
+    assert "| figures/protein_precision | 3.0 |" in page and "potts/other" not in page

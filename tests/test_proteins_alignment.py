@@ -4,6 +4,8 @@ held-out splits, sequence weights, and the shipped PF00014 and PF13354 data."""
 from __future__ import annotations
 
 import gzip
+import hashlib
+import re
 from pathlib import Path
 
 import numpy as np
@@ -167,7 +169,10 @@ def test_a_bad_distance_line_gives_one_line(tmp_path, text, fragment):
 
 
 @pytest.mark.parametrize(("family", "M", "L", "struct"), [
-    ("PF00014", 2000, 53, "PF00014_struct.dat"), ("PF13354", 7515, 202, "PF13354_struct.dat.gz")])
+    ("PF00014", 2000, 53, "PF00014_struct.dat"), ("PF00595", 3000, 82, "PF00595_struct.dat"),
+    ("PF00677", 3000, 87, "Atomic_distances_PF00677.dat"),
+    ("PF00684", 3000, 66, "Atomic_distances_PF00684.dat"),
+    ("PF13354", 7515, 202, "PF13354_struct.dat.gz")])
 def test_the_shipped_families_read(family, M, L, struct):
     alignment = read_alignment(DATA / family / f"{family}.fasta.gz")
     assert alignment.seqs.shape == (M, L) and len(alignment.names) == M
@@ -190,3 +195,15 @@ def test_split_held_out_is_deterministic_and_disjoint():
     for fraction in (0.01, 0.99):  # each part keeps a row
         small_train, small_test = split_held_out(2, fraction, seed=0)
         assert len(small_train) == len(small_test) == 1
+
+
+def test_the_shipped_files_are_those_of_the_readme():
+    """Every file of data/proteins/ has the size and sha256 its README gives, and no file goes
+    without a row."""
+    readme = (DATA / "README.md").read_text()
+    rows = re.findall(r"^\| `([^`]+)` \|.*\| (\d+) \| `([0-9a-f]{64})` \|$", readme, re.M)
+    shipped = {str(f.relative_to(DATA)) for f in DATA.rglob("*") if f.is_file()} - {"README.md"}
+    assert {name for name, _, _ in rows} == shipped
+    for name, size, sha256 in rows:
+        data = (DATA / name).read_bytes()
+        assert (len(data), hashlib.sha256(data).hexdigest()) == (int(size), sha256), name

@@ -1,5 +1,6 @@
-"""The protein study's claims table: verdicts from paired differences over (family, split) units,
-factored attention entering with its best number of heads."""
+"""The protein study's claims table: verdicts from paired differences over families (each
+family's splits averaged first), factored attention entering with its best number of heads; the
+plmDCA reference keyed by the alignment's checksum."""
 
 from __future__ import annotations
 
@@ -15,18 +16,28 @@ CLEAN = {"factored-H1": (0.60, 1.60), "factored-H4": (0.85, 1.50), "plmdca": (0.
          "vanilla1": (0.40, 1.90), "vanilla3": (0.84, 1.51)}
 
 
-def _models(clean: dict, splits: int, family: str = "FAM") -> pd.DataFrame:
+PF13354_SHA256 = "6e0550fab311c6bebc0a5dde34cdf67ebd3a384c7346e88662c5097961f2ab35"
+
+
+def _models(clean: dict, splits: int, families: tuple[str, ...] = ("FAM",),
+            noise: float = 1.0) -> pd.DataFrame:  # fmt: skip
     rng = np.random.default_rng(0)
     rows = [{"family": family, "model": model, "realisation": r, "L": 50,
-             "P@L": p + 0.005 * rng.standard_normal(), "heldout_loss": loss
-             + 0.002 * rng.standard_normal()}
-            for model, (p, loss) in clean.items() for r in range(splits)]
+             "P@L": p + noise * 0.005 * rng.standard_normal(), "heldout_loss": loss
+             + noise * 0.002 * rng.standard_normal(), "P@k_random": 0.4,
+             "contacts": "distance < 8 Å, j - i >= 6"}
+            for family in families for model, (p, loss) in clean.items() for r in range(splits)]
     return pd.DataFrame(rows)
 
 
-def _verdicts(models: pd.DataFrame) -> dict[str, str]:
-    table = claims_table({"models": models})
+def _verdicts(models: pd.DataFrame, sha256: dict[str, str] | None = None) -> dict[str, str]:
+    families = pd.DataFrame({"family": list(dict.fromkeys(models["family"]))})
+    families["alignment_sha256"] = [(sha256 or {}).get(f, "0" * 64) for f in families["family"]]
+    table = claims_table({"models": models, "families": families})
     return dict(zip(table["id"], table["verdict"], strict=True))
+
+
+FIVE = tuple(f"PF{k:05d}" for k in range(1, 6))
 
 
 def test_best_factored_is_picked_by_held_out_loss_among_the_candidates():
@@ -36,29 +47,60 @@ def test_best_factored_is_picked_by_held_out_loss_among_the_candidates():
 
 
 def test_clean_run_holds_and_a_doctored_table_turns_the_verdicts():
-    verdicts = _verdicts(_models(CLEAN, 5))
+    verdicts = _verdicts(_models(CLEAN, 3, FIVE))
     assert set(verdicts.values()) == {HOLDS}, verdicts
     assert len(verdicts) == 5
     doctored = {**CLEAN, "vanilla1": (0.95, 1.30), "vanilla3": (0.95, 1.40)}
-    verdicts = _verdicts(_models(doctored, 5))
+    verdicts = _verdicts(_models(doctored, 3, FIVE))
     assert verdicts["proteins.factored_beats_vanilla1.precision"] == FAILS
     assert verdicts["proteins.factored_beats_vanilla1.heldout_loss"] == FAILS
     assert verdicts["proteins.factored_as_vanilla3.precision"] == FAILS
     assert verdicts["proteins.factored_as_vanilla3.heldout_loss"] == FAILS
 
 
-def test_one_split_is_not_resolved_and_a_reference_family_is_checked():
-    verdicts = _verdicts(_models(CLEAN, 1))
-    assert set(verdicts.values()) == {NOT_RESOLVED}
-    verdicts = _verdicts(_models(CLEAN, 3, family="PF13354"))
-    assert verdicts["proteins.plmdca_reference.PF13354"] == FAILS  # 0.86 vs 0.97: 0.11 below
+def test_the_units_are_families_not_splits():
+    """Many splits of one family are one unit: n = 1, nothing resolved; the precision rows state
+    the contact definition and the random-ranking precision."""
+    table = claims_table({"models": _models(CLEAN, 8)})
+    assert set(table["n"]) == {1} and set(table["verdict"]) == {NOT_RESOLVED}
+    table = claims_table({"models": _models(CLEAN, 2, FIVE)})
+    assert set(table["n"]) == {5}
+    precision = table[table["id"].str.endswith(".precision")]
+    assert precision["criterion"].str.contains(
+        "contacts: distance < 8 Å, j - i >= 6; random-ranking P@L 0.40 (mean of 5 families)",
+        regex=False).all()
+
+
+def test_splits_are_averaged_before_pairing():
+    """Per family, vanilla1 beats factored on one split by a lot and loses on the other by a
+    little: the family means favour vanilla1 in every family, n counts the 5 families, and the
+    measured difference is the mean of the family means."""
+    rows = []
+    for f, family in enumerate(FIVE):
+        for r, (fac, van) in enumerate(((0.50, 0.80), (0.60, 0.50))):
+            for model, p in (("factored-H1", fac + 0.001 * f), ("vanilla1", van)):
+                rows.append({"family": family, "model": model, "realisation": r, "L": 50,
+                             "P@L": p, "heldout_loss": 1.0})
+    table = claims_table({"models": pd.DataFrame(rows)}).set_index("id")
+    row = table.loc["proteins.factored_beats_vanilla1.precision"]
+    assert row["n"] == 5 and row["verdict"] == FAILS
+    np.testing.assert_allclose(row["measured"], -0.1 + 0.002, atol=1e-12)
+
+
+def test_the_plmdca_reference_is_keyed_by_the_alignments_checksum():
     close = {**CLEAN, "plmdca": (0.92, 1.49)}
-    verdicts = _verdicts(_models(close, 3, family="PF13354"))
-    assert verdicts["proteins.plmdca_reference.PF13354"] == HOLDS
+    # a family named after PF13354 whose file is another (a subsample): no reference
+    assert not any(k.startswith("proteins.plmdca_reference") for k in
+                   _verdicts(_models(close, 3, ("PF13354",))))
+    # the shipped PF13354 file under any name is held to PF13354's value
+    verdicts = _verdicts(_models(close, 3, ("mine",)), {"mine": PF13354_SHA256})
+    assert verdicts["proteins.plmdca_reference.mine"] == HOLDS
+    verdicts = _verdicts(_models(CLEAN, 3, ("mine",)), {"mine": PF13354_SHA256})
+    assert verdicts["proteins.plmdca_reference.mine"] == FAILS  # 0.86 vs 0.97: 0.11 below
 
 
 def test_without_distances_only_the_losses_are_judged():
-    models = _models(CLEAN, 3).drop(columns="P@L")
+    models = _models(CLEAN, 3).drop(columns=["P@L", "P@k_random", "contacts"])
     ids = set(claims_table({"models": models})["id"])
     assert ids == {"proteins.factored_beats_vanilla1.heldout_loss",
                    "proteins.factored_as_vanilla3.heldout_loss"}

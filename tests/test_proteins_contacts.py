@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from workflow_lib.proteins import contacts
-from workflow_lib.studies.proteins import figures
+from workflow_lib.studies.proteins import figures, tables
 
 Q = 21
 
@@ -224,3 +224,38 @@ def test_separation_counts_alignment_columns_when_columns_were_dropped():
     distances[2, 3] = distances[3, 2] = 5.0
     assert contacts.precision_at(scores, distances, 6, 8.0, [1], columns) == {1: 1.0}
     assert contacts.contact_map(distances, 8.0, 6, columns)[2, 3]
+
+
+def test_random_precision_is_the_mean_precision_of_random_rankings():
+    """The yardstick beside every precision: over random score matrices, P@k averages to the
+    fraction of contacts among the ranked pairs at every k (pairs too close or without a distance
+    are left out of both)."""
+    rng = np.random.default_rng(11)
+    L, columns, cfg = 30, np.arange(1, 31), {"threshold": 8.0, "min_separation": 6}
+    distances = rng.uniform(2, 16, (L, L))
+    distances = np.minimum(distances, distances.T)
+    distances[3, 20] = distances[20, 3] = np.nan
+    baseline = tables.random_precision(distances, columns, cfg)
+    i, j = np.triu_indices(L, 6)
+    far = distances[i, j]
+    assert baseline == pytest.approx(np.mean(far[~np.isnan(far)] < 8.0))
+    ks = [6, 15, 30]
+    draws = [contacts.precision_at(rng.normal(size=(L, L)), distances, 6, 8.0, ks, columns)
+             for _ in range(4000)]
+    for k in ks:
+        assert np.mean([d[k] for d in draws]) == pytest.approx(baseline, abs=0.01)
+    assert 0.2 < baseline < 0.8  # a non-trivial family: the test could fail
+
+
+def test_family_models_average_the_splits_first():
+    models = pd.DataFrame({
+        "family": ["A"] * 4 + ["B"] * 2, "model": ["m", "m", "n", "n", "m", "n"],
+        "realisation": [0, 1, 0, 1, 0, 0], "L": 10, "heldout_loss": [1.0, 3.0, 2.0, 2.0, 5, 6],
+        "P@L": [0.5, 0.7, 0.1, 0.3, 0.9, 1.0], "P@k_random": [0.4] * 4 + [0.3] * 2,
+        "contacts": "d < 8 Å, j - i >= 6"})
+    out = tables.family_models(models)
+    assert list(zip(out["family"], out["model"], out["splits"], strict=True)) == [
+        ("A", "m", 2), ("A", "n", 2), ("B", "m", 1), ("B", "n", 1)]
+    np.testing.assert_allclose(out["heldout_loss"], [2.0, 2.0, 5.0, 6.0])
+    np.testing.assert_allclose(out["P@L"], [0.6, 0.2, 0.9, 1.0])
+    np.testing.assert_allclose(out["P@k_random"], [0.4, 0.4, 0.3, 0.3])

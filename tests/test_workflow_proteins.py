@@ -3,7 +3,10 @@ default target, a user's own alignment through ``proteins.families``, and a bad 
 
 from __future__ import annotations
 
+import gzip
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pandas as pd
@@ -30,8 +33,16 @@ def test_tiny_run_prepares_fits_and_judges_the_shipped_family(tiny_run):
     assert set(json.loads(data.attrs["seeds"])) == {"seed", "split_r0", "split_r1"}
     models = pd.read_csv(results / "proteins" / "tables" / "models.csv")
     assert set(models["model"]) == {"factored-H2", "factored_softmax-H2", "plmdca", "vanilla1",
-                                    "vanilla3"}
-    assert len(models) == 10 and models[["heldout_loss", "P@L"]].notna().all().all()
+                                    "vanilla1-jacobian", "vanilla3", "vanilla3-jacobian"}
+    assert len(models) == 14 and models[["heldout_loss", "P@L"]].notna().all().all()
+    families = pd.read_csv(results / "proteins" / "tables" / "families.csv")
+    assert 0.3 < families.loc[0, "P@k_random"] < 0.5  # PF00014: an easy family
+    assert (models["P@k_random"] == families.loc[0, "P@k_random"]).all()
+    assert (models["contacts"] == "minimum inter-atomic distance < 8 Å, j - i >= 6").all()
+    per_family = pd.read_csv(results / "proteins" / "tables" / "family_models.csv")
+    assert len(per_family) == 7 and (per_family["splits"] == 2).all()
+    fit = read_artefact(results / "proteins" / "PF00014_2000" / "r0" / "vanilla3.h5", PROTEIN_FIT)
+    assert fit["jacobian_scores"].shape == (53, 53)
     fit = read_artefact(results / "proteins" / "PF00014_2000" / "r1" / "plmdca.h5", PROTEIN_FIT)
     assert fit["params/J"].shape == (53, 53, 21, 21) and fit.attrs["realisation"] == 1
     claims = pd.read_csv(results / STUDY.claims)
@@ -79,22 +90,72 @@ def test_a_users_own_alignment_end_to_end(tmp_path):
     assert list(claims["id"]) == ["proteins.factored_as_plmdca.precision"]
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize(("text", "problem"), [
-    (">a\nACDE\n>b\nACD\n", "record 2 ('b'): aligned length 3"),
-    (">a\nACDE\n>b\nAC1E\n", "record 2 ('b'): character '1'"),
-    ("", "empty"),
-])
-def test_a_bad_alignment_stops_its_job_with_one_line(tmp_path, text, problem):
-    (tmp_path / "bad.fasta").write_text(text)
+GOOD = ">a\nACDEFGH\n>b\nACDEFGW\n"
+# Each kind of bad input: (alignment bytes or None for a missing file, distance bytes, the file
+# the error names, a fragment of the problem)
+BAD_INPUTS = {
+    "wrong_path": (None, None, "bad.fasta", "no such alignment file"),
+    "truncated_gzip": (gzip.compress(GOOD.encode() * 50)[:-30], None, "bad.fasta",
+                       "truncated or corrupt gzip file (Compressed file ended before the "
+                       "end-of-stream marker was reached)"),
+    "ragged": (b">a\nACDE\n>b\nACD\n", None, "bad.fasta", "record 2 ('b'): aligned length 3"),
+    "illegal_character": (b">a\nACDE\n>b\nAC1E\n", None, "bad.fasta",
+                          "record 2 ('b'): character '1'"),
+    "empty": (b"", None, "bad.fasta", "no records (empty file)"),
+    "non_numeric_distance": (GOOD.encode(), b"1 7 3.5\n2 6 far\n", "bad.dist",
+                             "line 2: '2 6 far' is not 3 or 4 numbers"),
+}
+
+
+def _bad_family(tmp_path, kind: str) -> dict:
+    """The family entry of one kind of bad input, its files written under ``tmp_path/kind``."""
+    alignment, distances, _, _ = BAD_INPUTS[kind]
+    folder = tmp_path / kind
+    folder.mkdir()
+    entry = {"name": kind, "alignment": str(folder / "bad.fasta")}
+    if alignment is not None:
+        (folder / "bad.fasta").write_bytes(alignment)
+    if distances is not None:
+        (folder / "bad.dist").write_bytes(distances)
+        entry["distances"] = str(folder / "bad.dist")
+    return entry
+
+
+def test_check_config_gives_one_line_per_bad_input(tmp_path):
+    families = [_bad_family(tmp_path, kind) for kind in BAD_INPUTS]
+    (tmp_path / "good.fasta").write_text(GOOD)
+    families.append({"name": "good", "alignment": str(tmp_path / "good.fasta")})
     config = tmp_path / "bad.yaml"
-    config.write_text(yaml.safe_dump({
-        "results": str(tmp_path / "results"),
-        "proteins": {"families": [{"name": "bad", "alignment": str(tmp_path / "bad.fasta")}]}}))
+    config.write_text(yaml.safe_dump({"proteins": {"families": families}}))
+    run = subprocess.run([sys.executable, "-m", "workflow_lib", "check-config", str(config)],
+                         capture_output=True, text=True, cwd=tmp_path)
+    assert run.returncode == 2 and run.stdout == ""
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == len(BAD_INPUTS), run.stderr
+    for line, (kind, (_, _, name, problem)) in zip(lines, BAD_INPUTS.items(), strict=True):
+        assert line.startswith(f"error: proteins.families {kind!r}: "), line
+        assert f"{tmp_path / kind / name}: " in line and problem in line, line
+        assert "; " in line.split(problem)[-1]  # and what to do
+    # the shipped files, named relative to the repository, from another folder
+    presets = [str(ROOT / "config.yaml"), str(ROOT / "config" / "proteins_families.yaml")]
+    run = subprocess.run([sys.executable, "-m", "workflow_lib", "check-config", *presets],
+                         capture_output=True, text=True, cwd=tmp_path)
+    assert run.returncode == 0 and run.stdout.endswith(": valid\n"), run.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", [kind for kind in BAD_INPUTS if kind != "wrong_path"])
+def test_a_bad_input_stops_its_job_with_one_line(tmp_path, kind):
+    """Every kind but the wrong path, which Snakemake reports before any job (and check-config
+    before Snakemake)."""
+    config = tmp_path / "bad.yaml"
+    config.write_text(yaml.safe_dump({"results": str(tmp_path / "results"),
+                                      "proteins": {"families": [_bad_family(tmp_path, kind)]}}))
     run = snakemake(tmp_path, config, "proteins")
     assert run.returncode != 0
-    log = (tmp_path / "results" / "logs" / "proteins" / "bad" / "data.log").read_text()
+    log = (tmp_path / "results" / "logs" / "proteins" / kind / "data.log").read_text()
     errors = [line for line in log.splitlines() if line.startswith("error: ")]
-    assert len(errors) == 1 and "bad.fasta: " in errors[0], log
+    _, _, name, problem = BAD_INPUTS[kind]
+    assert len(errors) == 1 and f"{name}: " in errors[0], log
     assert problem in errors[0], errors[0]
-    assert not (tmp_path / "results" / "proteins" / "bad" / "data.h5").exists()
+    assert not (tmp_path / "results" / "proteins" / kind / "data.h5").exists()

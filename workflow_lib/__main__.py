@@ -2,8 +2,10 @@
 
 ``stage NAME --job JSON`` runs one workflow stage (what every Snakemake rule calls);
 ``inspect FILE...`` prints an artefact's schema, provenance, datasets and key figures;
-``check-config FILE...`` validates config files (merged in order, as ``--configfile`` does);
+``check-config FILE...`` validates config files (merged in order, as ``--configfile`` does) and
+opens every protein alignment and distance file they name;
 ``omniglot OUTDIR`` runs the Omniglot study without Snakemake (on a GPU with ``compute.gpu``);
+``claims SNAPSHOT`` recomputes a results snapshot's claims tables from the tables beside them;
 ``docs [--preset NAME [--results DIR]]`` writes the results pages (``workflow_lib.pages``) and the
 configuration reference. Errors the user can fix are printed as one line.
 """
@@ -103,6 +105,35 @@ def _run_omniglot(args: argparse.Namespace) -> None:
     run_study(cfg, args.outdir, cfg["omniglot"]["data_dir"], args.model, args.train_only)
 
 
+def _repository(config: str) -> str:
+    """The folder of the Snakefile that reads ``config`` (relative paths in a config are relative
+    to it): the nearest folder at or above the config file that holds a Snakefile, else the
+    working directory; as a path relative to the working directory."""
+    from pathlib import Path
+
+    for folder in Path(config).resolve().parents:
+        if (folder / "Snakefile").is_file():
+            return os.path.relpath(folder)
+    return "."
+
+
+def _check_config(files: list[str]) -> int:
+    """Validate the merged config files, then open every protein file they name (relative paths
+    from the repository of the first file, ``_repository``): one line per problem on stderr; 2
+    if any."""
+    from workflow_lib.config import read_config_files
+    from workflow_lib.proteins.alignment import check_families
+
+    cfg = read_config_files(files)
+    problems = check_families(cfg["proteins"]["families"], _repository(files[0]))
+    for problem in problems:
+        print(f"error: {problem}", file=sys.stderr)
+    if problems:
+        return 2
+    print(f"{' + '.join(files)}: valid")
+    return 0
+
+
 def _inspect(path: str) -> str:
     """``describe`` of an artefact; for samples artefacts also its beta tuning and attempts."""
     from workflow_lib.artefacts import describe, read_artefact
@@ -160,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     logging.getLogger("jax").setLevel(logging.WARNING)
     from workflow_lib.artefacts import ArtefactError
-    from workflow_lib.config import ConfigError, read_config_files
+    from workflow_lib.config import ConfigError
     from workflow_lib.registry import StageError
 
     try:
@@ -173,8 +204,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "claims":
             return _recompute_claims(args)
         elif args.command == "check-config":
-            read_config_files(args.files)
-            print(f"{' + '.join(args.files)}: valid")
+            return _check_config(args.files)
         else:
             _run_omniglot(args)
     except (ArtefactError, BackendError, ConfigError, StageError) as exc:

@@ -3,7 +3,8 @@ page of the Snakemake report. Every number on them is read from a claims table o
 the workflow wrote; nothing is typed.
 
 ``python -m workflow_lib docs --preset NAME [--results DIR --config FILE ...]`` copies a run's
-claims tables and figures into ``docs/results/NAME/`` (the committed snapshot) and writes
+claims tables, figures and measured job costs (Snakemake's benchmarks) into
+``docs/results/NAME/`` (the committed snapshot) and writes
 ``docs/results/<study>-NAME.md`` from that snapshot, the index ``docs/results/README.md`` and
 ``docs/configuration.md``; without ``--results`` it rewrites the pages from the snapshot alone.
 """
@@ -86,14 +87,58 @@ def _markdown_table(claims: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def job_costs(results: Path, study: Study) -> pd.DataFrame:
+    """The measured cost of every job of ``study`` in the run in ``results``, read from the
+    benchmark Snakemake wrote for it (``RESULTS/benchmarks/<study>/**.tsv`` and the study's
+    figures, the latest line of each): columns job (the benchmark's path without the
+    extension), wall_s, cpu_s, max_rss_mb; sorted by job."""
+    bench = results / "benchmarks"
+    files = [*(bench / study.name).rglob("*.tsv"),
+             *(bench / "figures" / f"{panel.name}.tsv" for panel in study.panels)]
+    rows = []
+    for path in sorted(f for f in files if f.is_file()):
+        last = pd.read_csv(path, sep="\t").iloc[-1]
+        rows.append({"job": path.relative_to(bench).with_suffix("").as_posix(),
+                     "wall_s": last["s"], "cpu_s": last["cpu_time"],
+                     "max_rss_mb": last["max_rss"]})
+    return pd.DataFrame(rows, columns=["job", "wall_s", "cpu_s", "max_rss_mb"])
+
+
+def _csv_markdown(df: pd.DataFrame) -> str:
+    """A table as Markdown, numbers to 3 significant digits."""
+    cell = lambda x: f"{x:.3g}" if isinstance(x, float) else str(x)  # noqa: E731
+    lines = ["| " + " | ".join(df.columns) + " |", "|" + "---|" * len(df.columns)]
+    lines += ["| " + " | ".join(cell(x).replace("|", "\\|") for x in row) + " |"
+              for row in df.itertuples(index=False)]
+    return "\n".join(lines)
+
+
+def _costs_section(costs: pd.DataFrame) -> list[str]:
+    """The Markdown lines of a run's measured job costs (``job_costs``)."""
+    lines = ["## Measured costs", "",
+             f"{len(costs)} jobs; the sum of their wall times {costs['wall_s'].sum():.0f} s, the "
+             f"longest {costs['wall_s'].max():.0f} s, the largest memory "
+             f"{costs['max_rss_mb'].max():.0f} MB; from Snakemake's benchmark of each job on the "
+             "machine of the run (its CPU and load are not recorded).", "",
+             "| job | wall (s) | CPU (s) | max RSS (MB) |", "|---|---|---|---|"]
+    lines += [f"| {r.job} | {r.wall_s:.1f} | {_number(r.cpu_s)} | {_number(r.max_rss_mb)} |"
+              for r in costs.itertuples()]
+    return [*lines, ""]
+
+
 def snapshot(results: Path, dest: Path, study: Study, source: dict) -> bool:
     """Replace ``study``'s files in the snapshot ``dest`` (its claims table, the tables it was
-    computed from under ``tables/<study>/``, its figures as PNG, the run's config files) with
-    those of the run in ``results``; False when the run has no claims table for it."""
+    computed from under ``tables/<study>/``, its figures as PNG, its jobs' measured costs, the
+    run's config files) with those of the run in ``results``; False when the run has no claims
+    table for it."""
     claims = results / study.claims
     if not claims.exists():
         return False
     (dest / "figures").mkdir(parents=True, exist_ok=True)
+    costs = job_costs(results, study)
+    (dest / f"{study.name}-costs.csv").unlink(missing_ok=True)
+    if len(costs):
+        costs.to_csv(dest / f"{study.name}-costs.csv", index=False)
     for panel in study.panels:
         (dest / "figures" / f"{panel.name}.png").unlink(missing_ok=True)
         png = results / "figures" / f"{panel.name}.png"
@@ -148,6 +193,15 @@ def results_page(snapshot_dir: Path, study: Study, preset: str) -> str:
         png = snapshot_dir / "figures" / f"{panel.name}.png"
         if png.exists():
             lines += [f"![{panel.name}]({preset}/figures/{png.name})", "", panel.caption, ""]
+    for name in study.page_tables:
+        path = snapshot_dir / "tables" / study.name / f"{name}.csv"
+        if path.exists():
+            lines += [f"## Table `{name}`", "",
+                      f"From [tables/{study.name}/{name}.csv]({preset}/tables/{study.name}/"
+                      f"{name}.csv).", "", _csv_markdown(pd.read_csv(path)), ""]
+    costs = snapshot_dir / f"{study.name}-costs.csv"
+    if costs.exists():
+        lines += _costs_section(pd.read_csv(costs))
     return "\n".join(lines)
 
 

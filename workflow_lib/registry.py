@@ -106,9 +106,10 @@ class Panel:
 class Study:
     """A study: ``name`` (its folder), ``title`` (the report's category), ``paper`` (the
     citation), ``rules``, ``tables`` (the CSV files its tables rule writes, beside its claims
-    table), ``panels``, ``claims`` (its claims table, relative to the results folder) and
+    table), ``panels``, ``claims`` (its claims table, relative to the results folder),
     ``claims_of`` (``'module:function'`` that computes the claims table from the tables: a dict
-    of table name -> DataFrame)."""
+    of table name -> DataFrame) and ``page_tables`` (the names of the tables shown whole on its
+    results pages)."""
 
     name: str
     title: str
@@ -118,6 +119,7 @@ class Study:
     panels: tuple[Panel, ...]
     claims: str
     claims_of: str
+    page_tables: tuple[str, ...] = ()
 
     def table_path(self, name: str) -> str:
         """The path of table ``name``, relative to the results folder (beside the claims)."""

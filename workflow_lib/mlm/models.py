@@ -239,7 +239,7 @@ def transformer_forward(
     ``(B, C)`` and the attention weights of every layer ``(n_layers, B, L, L)`` (query, key)."""
     B, L = seqs.shape
     masked = (jnp.arange(L) == sites[:, None]).astype(params["embed"]["w"].dtype)  # (B, L)
-    x = _embed(spec, params, seqs, masked)
+    x = _embed(spec, params, jax.nn.one_hot(seqs, spec.C, dtype=masked.dtype), masked)
     atts = []
     for layer in params["layers"]:
         x, att = _encoder_block(layer, x)
@@ -248,14 +248,15 @@ def transformer_forward(
     return _head(params["head"], x_i), jnp.stack(atts)
 
 
-def _embed(spec: ArchSpec, params: Params, seqs: Array, masked: Array) -> Array:
-    """Input stream ``(B, L, d)``: Dense(d) of the one-hot colours (the masked site's zeroed,
-    plus the mask channel) + sinusoidal positions. ``masked: (B, L)`` one-hot of the site."""
+def _embed(spec: ArchSpec, params: Params, colours: Array, masked: Array) -> Array:
+    """Input stream ``(B, L, d)``: Dense(d) of the one-hot colours ``colours: (B, L, C)`` (the
+    masked site's zeroed, plus the mask channel) + sinusoidal positions. ``masked: (B, L)``
+    one-hot of the site."""
     dtype = params["embed"]["w"].dtype
-    onehot = jax.nn.one_hot(seqs, spec.C, dtype=dtype) * (1 - masked[..., None])
+    onehot = colours.astype(dtype) * (1 - masked[..., None])
     if spec.mask_token == "channel":
         onehot = jnp.concatenate([onehot, masked[..., None]], axis=-1)
-    positions = sinusoidal_positions(seqs.shape[1], spec.model_dim, dtype)
+    positions = sinusoidal_positions(colours.shape[1], spec.model_dim, dtype)
     return _apply_dense(params["embed"], onehot) + positions
 
 
@@ -265,16 +266,19 @@ def _head(head: Params, x_i: Array) -> Array:
     return _apply_dense(head["out"], h)
 
 
-def _transformer_predict(spec: ArchSpec, params: Params, seqs: Array, sites: Array):
-    """Logits and the masked token's attention row: layer 0, or the mean of the last two.
+def transformer_predict_onehot(spec: ArchSpec, params: Params, colours: Array,
+                               sites: Array) -> tuple[Array, Array]:  # fmt: skip
+    """Logits ``(B, C)`` at the masked sites and the masked token's attention row ``(B, L)``
+    (layer 0, or the mean of the last two) from one-hot colours ``colours: (B, L, C)``, so that
+    the logits can be differentiated with respect to the inputs (``predict`` of one-hot rows).
 
     The same numbers as ``transformer_forward`` with less work: the last layer runs only the
     masked token's query (its keys and values still come from every token), and the masked
     token is selected by a one-hot contraction (no gather, so no scatter in the gradient).
     """
     dtype = params["embed"]["w"].dtype
-    select = jax.nn.one_hot(sites, seqs.shape[1], dtype=dtype)  # (B, L)
-    x = _embed(spec, params, seqs, select)
+    select = jax.nn.one_hot(sites, colours.shape[1], dtype=dtype)  # (B, L)
+    x = _embed(spec, params, colours, select)
     *early, last = params["layers"]
     rows = []
     for layer in early:
@@ -294,6 +298,12 @@ def _transformer_predict(spec: ArchSpec, params: Params, seqs: Array, sites: Arr
 
 
 # ------------------------------------------------------------------------------- interface
+
+
+def _transformer_predict(spec: ArchSpec, params: Params, seqs: Array, sites: Array):
+    """``transformer_predict_onehot`` of integer colours ``seqs: (B, L)``."""
+    colours = jax.nn.one_hot(seqs, spec.C, dtype=params["embed"]["w"].dtype)
+    return transformer_predict_onehot(spec, params, colours, sites)
 
 
 def init(spec: ArchSpec, key: Array, dtype=jnp.float32) -> Params:

@@ -9,6 +9,7 @@ codes B, Z, X, J, U and O read as the gap, as in plmDCA. Any problem in a file r
 from __future__ import annotations
 
 import gzip
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,12 +50,27 @@ class Alignment:
     path: str
 
 
-def _open_text(path: Path) -> str:
-    """The text of ``path``, gunzipped when it starts with the gzip magic bytes (latin-1, so that
-    each byte is one character)."""
-    data = path.read_bytes()
+def _open_text(path: Path, kind: str) -> str:
+    """The text of the ``kind`` file ``path`` (``"alignment"`` or ``"distance"``), gunzipped when
+    it starts with the gzip magic bytes (latin-1, so that each byte is one character).
+
+    Raises ``AlignmentError`` (one line: the file, the problem, what to do) for a missing or
+    unreadable file and for a truncated or corrupt gzip stream.
+    """
+    if not path.is_file():
+        raise AlignmentError(f"{path}: no such {kind} file; check the path (relative paths are "
+                             "relative to the repository, the Snakefile's folder)")
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise AlignmentError(f"{path}: cannot read the {kind} file ({exc.strerror}); check its "
+                             "permissions") from None
     if data[:2] == b"\x1f\x8b":
-        data = gzip.decompress(data)
+        try:
+            data = gzip.decompress(data)
+        except (EOFError, OSError, zlib.error) as exc:
+            raise AlignmentError(f"{path}: truncated or corrupt gzip file ({exc}); copy or "
+                                 "download it again, or give it uncompressed") from None
     return data.decode("latin-1")
 
 
@@ -70,18 +86,17 @@ def read_alignment(path: str | Path) -> Alignment:
     character outside these (with its 1-based column in the record's sequence as written).
     """
     path = Path(path)
-    if not path.is_file():
-        raise AlignmentError(f"{path}: no such alignment file")
-    lines = _open_text(path).splitlines()
+    lines = _open_text(path, "alignment").splitlines()
     start = 0
     while start < len(lines) and (not lines[start].strip() or lines[start].startswith("#")):
         start += 1
     if start == len(lines):
-        raise AlignmentError(f"{path}: no records (empty file)")
+        raise AlignmentError(f"{path}: no records (empty file); give a gapped FASTA or A3M "
+                             "alignment with one '>' header per sequence")
     if not lines[start].startswith(">"):
         raise AlignmentError(
             f"{path}: line {start + 1} starts with {lines[start][:1]!r}, expected '>' "
-            "(not a FASTA/A3M file)"
+            "(not a FASTA/A3M file); give a gapped FASTA or A3M alignment"
         )
     names: list[str] = []
     chunks: list[list[str]] = []
@@ -100,15 +115,18 @@ def read_alignment(path: str | Path) -> Alignment:
         if bad.size:
             raise AlignmentError(
                 f"{where}: character {text[bad[0]]!r} at column {bad[0] + 1} is not an amino "
-                f"acid, gap, ambiguity code ({AMBIGUOUS}) or insert state (lower case, '.')"
+                f"acid, gap, ambiguity code ({AMBIGUOUS}) or insert state (lower case, '.'); "
+                "fix or drop the record"
             )
         codes = codes[codes != _INSERT]
         if codes.size == 0:
-            raise AlignmentError(f"{where}: empty sequence (no aligned column)")
+            raise AlignmentError(f"{where}: empty sequence (no aligned column); drop the "
+                                 "record")
         if rows and codes.size != rows[0].size:
             raise AlignmentError(
                 f"{where}: aligned length {codes.size} differs from the first record's "
-                f"{rows[0].size}"
+                f"{rows[0].size}; every record must have the same aligned columns (upper case "
+                "and '-'): realign or drop it"
             )
         rows.append(codes)
     seqs = np.stack(rows).astype(np.int8)
@@ -159,11 +177,10 @@ def read_distances(path: str | Path, L: int) -> np.ndarray:
     3 or 4 numbers or has a negative or non-finite distance, or an index outside 1..L.
     """
     path = Path(path)
-    if not path.is_file():
-        raise AlignmentError(f"{path}: no such distance file")
+    text = _open_text(path, "distance")
     distances = np.full((L, L), np.nan)
     found = False
-    for number, line in enumerate(_open_text(path).splitlines(), start=1):
+    for number, line in enumerate(text.splitlines(), start=1):
         fields = line.split()
         if not fields:
             continue
@@ -171,24 +188,52 @@ def read_distances(path: str | Path, L: int) -> np.ndarray:
         try:
             values = [float(field) for field in fields]
         except ValueError:
-            raise AlignmentError(f"{where}: {line.strip()!r} is not 3 or 4 numbers") from None
+            raise AlignmentError(f"{where}: {line.strip()!r} is not 3 or 4 numbers; give "
+                                 "'i j d' or 'i j x d' per line") from None
         if len(values) not in (3, 4):
             raise AlignmentError(
-                f"{where}: {len(values)} columns, expected 3 (i j d) or 4 (i j x d)"
+                f"{where}: {len(values)} columns, expected 3 (i j d) or 4 (i j x d); fix the "
+                "line"
             )
         i, j, d = values[0], values[1], values[-1]
         for index in (i, j):
             if index != int(index) or not 1 <= index <= L:
-                raise AlignmentError(f"{where}: index {index:g} is not an integer in 1..{L}")
+                raise AlignmentError(f"{where}: index {index:g} is not an integer in 1..{L}; "
+                                     "number the alignment's columns from 1")
         if not (np.isfinite(d) and d >= 0):
-            raise AlignmentError(f"{where}: distance {d:g} is not a finite number >= 0")
+            raise AlignmentError(f"{where}: distance {d:g} is not a finite number >= 0; "
+                                 "fix or drop the line")
         a, b = int(i) - 1, int(j) - 1
         distances[a, b] = distances[b, a] = np.fmin(distances[a, b], d)
         found = True
     if not found:
-        raise AlignmentError(f"{path}: no distances (empty file)")
+        raise AlignmentError(f"{path}: no distances (empty file); give one 'i j d' line per "
+                             "residue pair, or leave the family's distances out")
     np.fill_diagonal(distances, np.nan)
     return distances
+
+
+def check_families(families: list[dict], root: str | Path) -> list[str]:
+    """Open every alignment and distance file of ``proteins.families`` and parse it whole
+    (``read_alignment``, ``read_distances`` with the alignment's L): one line per problem, in the
+    order of the list, empty when every file reads. Relative paths are taken from ``root``."""
+    problems = []
+    for family in families:
+        where = f"proteins.families {family['name']!r}"
+        try:
+            L = read_alignment(Path(root, family["alignment"])).seqs.shape[1]
+        except AlignmentError as exc:
+            problems.append(f"{where}: {exc}")
+            L = None
+        if "distances" in family:
+            try:
+                if L is None:  # the indices cannot be checked without L: read the text only
+                    _open_text(Path(root, family["distances"]), "distance")
+                else:
+                    read_distances(Path(root, family["distances"]), L)
+            except AlignmentError as exc:
+                problems.append(f"{where}: {exc}")
+    return problems
 
 
 def split_held_out(M: int, fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:

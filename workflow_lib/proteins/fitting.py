@@ -6,7 +6,8 @@ Model names (``model_names``): ``factored-H<h>`` (signed attention) and ``factor
 ``vanilla3``. Scores: APC-corrected Frobenius norms of the couplings (``contacts.contact_scores``)
 for the coupling models, the APC-corrected symmetrised attention map of the masked token
 (``contacts.attention_scores``) over ``TRANSFORMER_EVAL_SEQUENCES`` training sequences for the
-transformers. Losses are in nats per site, every site masked in turn.
+transformers, and beside it their categorical-Jacobian scores (``jacobian``) over
+``JACOBIAN_SEQUENCES`` of them. Losses are in nats per site, every site masked in turn.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import numpy as np
 
 from workflow_lib.mlm.models import flatten_params
 from workflow_lib.proteins import contacts, models
+from workflow_lib.proteins.jacobian import jacobian_scores, transformer_jacobian
 from workflow_lib.proteins.transformer import evaluate_transformer, train_transformer
 
 log = logging.getLogger("workflow_lib.proteins")
@@ -28,6 +30,9 @@ TRANSFORMERS = ("vanilla1", "vanilla3")
 # A transformer's attention map and training loss average this many training sequences (a seeded
 # random subset): every site masked in turn costs L passes per sequence.
 TRANSFORMER_EVAL_SEQUENCES = 512
+# A transformer's categorical Jacobian averages the first this many of those sequences: each
+# costs L * Q reverse passes.
+JACOBIAN_SEQUENCES = 32
 
 
 def model_names(cfg: dict) -> list[str]:
@@ -58,13 +63,16 @@ def coupling_model(name: str, cfg: dict, L: int) -> models.CouplingModel:
 class ModelResult:
     """``scores: (L, L)`` contact scores; ``test_losses: (M_test,)`` nats per site of every
     held-out sequence; ``train_loss``: the weighted training loss (nats per site);
-    ``params``: flat name -> array; ``metrics``: fit figures (iterations, convergence, time)."""
+    ``params``: flat name -> array; ``metrics``: fit figures (iterations, convergence, time);
+    ``jacobian_scores: (L, L)``: a transformer's categorical-Jacobian contact scores (None for
+    the coupling models, whose Jacobian is their couplings)."""
 
     scores: np.ndarray
     test_losses: np.ndarray
     train_loss: float
     params: dict[str, np.ndarray]
     metrics: dict[str, float | int | bool | str]
+    jacobian_scores: np.ndarray | None = None
 
 
 def fit_model(name: str, cfg: dict, train: tuple[np.ndarray, np.ndarray], test: np.ndarray,
@@ -80,13 +88,17 @@ def fit_model(name: str, cfg: dict, train: tuple[np.ndarray, np.ndarray], test: 
         n = min(len(train_seqs), TRANSFORMER_EVAL_SEQUENCES)
         rows = np.sort(np.random.default_rng(0).permutation(len(train_seqs))[:n])
         train_losses, att = evaluate_transformer(spec, params, train_seqs[rows])
+        jacobian_start = time.perf_counter()
+        jac = transformer_jacobian(spec, params, train_seqs[rows[:JACOBIAN_SEQUENCES]])
         return ModelResult(
             contacts.attention_scores(att), test_losses,
             float(models.weighted_mean(train_losses, train_w[rows])),
             flatten_params(params) | {"attention_map": att},
             {"steps": int(cfg["transformer"]["steps"]), "final_step_loss": float(losses[-1]),
              "converged": True, "seconds": time.perf_counter() - start,
+             "jacobian_seconds": time.perf_counter() - jacobian_start,
              "n_params": int(sum(np.size(x) for x in jax.tree_util.tree_leaves(params)))},
+            jacobian_scores(jac),
         )
     model = coupling_model(name, cfg, train_seqs.shape[1])
     result = models.fit(model, train_seqs, train_w, cfg["lambdas"], key, int(cfg["restarts"]),

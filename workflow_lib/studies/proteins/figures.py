@@ -30,9 +30,12 @@ def _models(df: pd.DataFrame) -> list[str]:
 
 def precision_vs_rank(curves: pd.DataFrame) -> Figure:
     """Contact precision of the top-ranked pairs vs rank / L, one panel per family, one line per
-    model: the mean over realisations, with a shaded band of ± one s.e.m. where there are several.
+    model: the mean over realisations, with a shaded band of ± one s.e.m. where there are several;
+    a dashed line at the expected precision of a random ranking, and the contact definition in
+    each panel's title.
 
-    ``curves`` has columns family, model, realisation, rank, precision and L.
+    ``curves`` has columns family, model, realisation, rank, precision and L (and, when given,
+    P@k_random and contacts).
     """
     families = list(dict.fromkeys(curves["family"]))
     if not families:  # no family has a distance file
@@ -62,14 +65,25 @@ def precision_vs_rank(curves: pd.DataFrame) -> Figure:
                 lo = (mean - sem).to_numpy()
                 hi = (mean + sem).to_numpy()
                 ax.fill_between(x, lo, hi, where=band, color=colours[model], alpha=0.2, lw=0)
+        if "P@k_random" in fam:
+            ax.axhline(fam["P@k_random"].iloc[0], color="k", ls="--", lw=0.9,
+                       label="random ranking")
         ax.set_xscale("log")
         ax.set_ylim(0, 1.02)
         ax.set_xlabel("rank / L")
-        ax.set_title(f"{family} (L = {L})", fontsize=9)
+        definition = f"\n{fam['contacts'].iloc[0]}" if "contacts" in fam else ""
+        ax.set_title(f"{family} (L = {L}){definition}", fontsize=8)
         ax.grid(alpha=0.3, lw=0.5)
     axes[0].set_ylabel("precision of the top-ranked pairs")
     axes[0].legend(fontsize=7, frameon=False)
     return fig
+
+
+def _contact_fraction(fam: pd.DataFrame) -> float:
+    """The fraction of contacts among one model's ranked pairs with a known distance: the
+    expected precision of a random ranking (the same for every model of the family)."""
+    one = fam[(fam["model"] == fam["model"].iloc[0]) & fam["distance"].notna()]
+    return float(one["contact"].astype(bool).mean()) if len(one) else float("nan")
 
 
 def _marker_size(L: int) -> float:
@@ -81,7 +95,8 @@ def _marker_size(L: int) -> float:
 def contact_maps(pairs: pd.DataFrame) -> Figure:
     """Contact maps, one row per family and one panel per model: the true contacts (grey) in the
     lower triangle and the model's top-L pairs in the upper triangle, true positives in blue and
-    false positives in red; each panel's title gives the model's top-L precision.
+    false positives in red; each panel's title gives the model's top-L precision and the expected
+    precision of a random ranking.
 
     ``pairs`` has columns family, model, i, j, score, contact (bool, a true contact) and L, one row
     per evaluated pair ``i < j`` of each model; the true contacts are the pairs marked as contacts
@@ -99,6 +114,7 @@ def contact_maps(pairs: pd.DataFrame) -> Figure:
         contact = fam["contact"].fillna(False).astype(bool)
         true = fam[contact][["i", "j"]].drop_duplicates()
         size = _marker_size(L)
+        random = _contact_fraction(fam)
         edge = max(L, int(fam[["i", "j"]].to_numpy().max())) + 0.5  # 1-based alignment columns
         for col, model in enumerate(models):
             ax = axes[row, col]
@@ -118,7 +134,8 @@ def contact_maps(pairs: pd.DataFrame) -> Figure:
             ax.set_ylim(edge, 0.5)  # residue 1 top left, as an image
             ax.set_aspect("equal")
             ax.tick_params(labelsize=6)
-            precision = f"{hit.mean():.2f}" if known.any() and len(hit) else "n/a (no distances)"
+            precision = (f"{hit.mean():.2f} (random {random:.2f})" if known.any() and len(hit)
+                         else "n/a (no distances)")
             ax.set_title(f"{family}: {model}\ntop-L precision {precision}", fontsize=8)
             if row == len(families) - 1:
                 ax.set_xlabel("residue", fontsize=7)
@@ -130,5 +147,8 @@ def contact_maps(pairs: pd.DataFrame) -> Figure:
     if pairs["distance"].isna().groupby(pairs["family"]).all().any():
         entries.append((UNKNOWN_COLOUR, "top-L pair, no distances (upper)"))
     handles = [Line2D([], [], marker="s", ls="", color=c, label=lab) for c, lab in entries]
+    if "contacts" in pairs:
+        definitions = sorted(set(pairs["contacts"].dropna()) - {""})
+        fig.suptitle("contacts: " + "; ".join(definitions), fontsize=8)
     fig.legend(handles=handles, loc="outside lower center", ncol=3, fontsize=7, frameon=False)
     return fig

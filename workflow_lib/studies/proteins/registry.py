@@ -10,6 +10,7 @@ from workflow_lib.registry import Panel, Rule, Study, constant, no_params, panel
 STAGES = "workflow_lib.studies.proteins"
 DATA_KEYS = ("max_gap_column", "max_gap_sequence", "identity", "held_out", "realisations")
 COUPLING_FIT_KEYS = ("fields", "lambdas", "restarts", "max_iter", "grad_tol")
+DISTANCE_KIND = "distance"  # a family's distance_kind when its config entry gives none
 
 
 def _data_params(cfg, wc) -> dict:
@@ -27,7 +28,10 @@ def _fit_params(cfg, wc) -> dict:
 
 
 def _evaluation_params(cfg, wc) -> dict:
-    return {"contacts": cfg["proteins"]["contacts"]}
+    """The contact definition and what each family's distance file holds."""
+    return {"contacts": cfg["proteins"]["contacts"],
+            "distance_kinds": {f["name"]: f.get("distance_kind", DISTANCE_KIND)
+                               for f in cfg["proteins"]["families"]}}
 
 
 STUDY = Study(
@@ -49,9 +53,10 @@ STUDY = Study(
         Rule("protein_figure", f"{STAGES}.stages_results:protein_figure", panel_params,
              constant(10), constant(2000), local=True),
     ),
-    tables=("models", "curves", "pairs", "families"),
+    tables=("models", "family_models", "curves", "pairs", "families"),
     claims="proteins/tables/claims.csv",
     claims_of="workflow_lib.studies.proteins.claims:claims_table",
+    page_tables=("family_models",),
     panels=(
         Panel("protein_precision", ("curves",),
               "Protein families: precision of the top-ranked residue pairs (|i - j| >= "

@@ -45,6 +45,8 @@ def protein_data(job: Job) -> None:
     p = job.params
     path = Path(job.input["alignment"])
     aln = read_alignment(path)
+    raw_distances = (read_distances(job.input["distances"], aln.seqs.shape[1])
+                     if "distances" in job.input else None)  # bad input fails before the work
     seqs, rows, columns = filter_gaps(aln.seqs, p["max_gap_sequence"], p["max_gap_column"])
     M, L = seqs.shape
     weights = sequence_weights(seqs, p["identity"])
@@ -63,9 +65,8 @@ def protein_data(job: Job) -> None:
             "columns": columns + 1, "train": np.stack([s.train for s in splits]),
             "test": np.stack([s.test for s in splits]), "weights": parts}
     known = float("nan")
-    if "distances" in job.input:
-        distances = read_distances(job.input["distances"], aln.seqs.shape[1])
-        data["distances"] = distances[np.ix_(columns, columns)]
+    if raw_distances is not None:
+        data["distances"] = raw_distances[np.ix_(columns, columns)]
         upper = data["distances"][np.triu_indices(L, 1)]
         known = float(np.mean(np.isfinite(upper)))
         if known < 0.5:
@@ -91,9 +92,10 @@ def protein_data(job: Job) -> None:
 def protein_fit(job: Job) -> None:
     """Fit one model on one held-out split (``fitting.fit_model``).
 
-    Datasets: ``scores: (L, L)`` contact scores; ``test_losses: (M_test,)`` nats per site of the
-    held-out sequences; ``params/*`` (``J`` in float32). Attrs: ``heldout_loss`` (the mean of
-    ``test_losses`` weighted by the held-out weights), ``train_loss`` and the fit's figures.
+    Datasets: ``scores: (L, L)`` contact scores (and a transformer's ``jacobian_scores: (L, L)``);
+    ``test_losses: (M_test,)`` nats per site of the held-out sequences; ``params/*`` (``J`` in
+    float32). Attrs: ``heldout_loss`` (the mean of ``test_losses`` weighted by the held-out
+    weights), ``train_loss`` and the fit's figures.
     Verified: finite symmetric scores and a finite held-out loss.
     """
     p, model, r = job.params, job.params["model"], job.params["realisation"]
@@ -106,7 +108,10 @@ def protein_fit(job: Job) -> None:
     key = jax.random.fold_in(stage_key(p["seed"], "protein_fit", r), zlib.crc32(model.encode()))
     res = fit_model(model, p["proteins"], (seqs[train], w[train]), seqs[test], key)
     heldout = weighted_mean(res.test_losses, w[test])
-    if not (np.all(np.isfinite(res.scores)) and np.allclose(res.scores, res.scores.T)
+    scores = {"scores": res.scores}
+    if res.jacobian_scores is not None:
+        scores["jacobian_scores"] = res.jacobian_scores
+    if not (all(np.all(np.isfinite(x)) and np.allclose(x, x.T) for x in scores.values())
             and np.isfinite(heldout)):
         raise StageError(f"{p['family']} r{r} {model}: non-finite or asymmetric contact scores, "
                          "or a non-finite held-out loss")
@@ -116,7 +121,7 @@ def protein_fit(job: Job) -> None:
               for k, v in res.params.items()}
     write_artefact(
         job.output["fit"], PROTEIN_FIT,
-        {"scores": res.scores, "test_losses": res.test_losses, **params}, p,
+        {**scores, "test_losses": res.test_losses, **params}, p,
         seeds={"seed": p["seed"], "realisation": r, "model_tag": zlib.crc32(model.encode())},
         attrs={"family": p["family"], "model": model, "realisation": r, "heldout_loss": heldout,
                "train_loss": res.train_loss, **res.metrics},

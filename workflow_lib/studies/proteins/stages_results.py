@@ -21,7 +21,8 @@ def protein_tables(job: Job) -> None:
     """Tidy CSV tables of every data and fit artefact (``proteins.tables``)."""
     data = [read_artefact(f, PROTEIN_DATA, required=("columns", "test")) for f in job.input["data"]]
     fits = [read_artefact(f, PROTEIN_FIT, required=("scores",)) for f in job.input["fits"]]
-    for name, df in tables.build(data, fits, job.params["contacts"]).items():
+    built = tables.build(data, fits, job.params["contacts"], job.params["distance_kinds"])
+    for name, df in built.items():
         write_csv(df, job.output[name])
 
 

@@ -1,6 +1,6 @@
-"""Tidy tables of the protein study from its artefacts: per fit (``models``), the precision of
-the top-ranked pairs (``curves``), every scored pair of the first split (``pairs``) and per
-family (``families``)."""
+"""Tidy tables of the protein study from its artefacts: per fit (``models``), per family and model
+averaged over the splits (``family_models``), the precision of the top-ranked pairs (``curves``),
+every scored pair of the first split (``pairs``) and per family (``families``)."""
 
 from __future__ import annotations
 
@@ -11,53 +11,76 @@ from workflow_lib.artefacts import Artefact
 from workflow_lib.proteins import contacts
 
 FIT_ATTRS = ("heldout_loss", "train_loss", "converged", "seconds", "n_params")
+JACOBIAN_SUFFIX = "-jacobian"  # a transformer's Jacobian contact scores: rows of their own
 
 
-def _pairs(fit: Artefact, data: Artefact, cfg: dict) -> pd.DataFrame:
-    """Every pair ``i < j`` at ``min_separation`` alignment columns or more with its score, rank,
-    distance (NaN: unknown) and whether it is a contact; residues numbered by their alignment
-    columns (1-based)."""
+def _pairs(scores: np.ndarray, data: Artefact, cfg: dict) -> pd.DataFrame:
+    """Every pair ``i < j`` at ``min_separation`` alignment columns or more with its score
+    (``scores: (L, L)``), rank, distance (NaN: unknown) and whether it is a contact; residues
+    numbered by their alignment columns (1-based)."""
     columns = data["columns"]
-    i, j, score = contacts.ranked_pairs(fit["scores"], cfg["min_separation"], columns)
+    i, j, score = contacts.ranked_pairs(scores, cfg["min_separation"], columns)
     d = data["distances"][i, j] if "distances" in data.data else np.full(len(i), np.nan)
     return pd.DataFrame({"i": columns[i], "j": columns[j], "score": score,
                          "rank": np.arange(1, len(i) + 1), "distance": d,
                          "contact": np.isfinite(d) & (d < cfg["threshold"])})
 
 
-def build(data: list[Artefact], fits: list[Artefact], cfg: dict) -> dict[str, pd.DataFrame]:
-    """The study's tables from its data and fit artefacts; ``cfg``: ``proteins.contacts``."""
+def contact_definition(kind: str, cfg: dict) -> str:
+    """The contact definition in words, printed beside every precision: e.g. ``"minimum
+    inter-atomic distance < 8 Å, j - i >= 6"``; ``kind``: what the family's distance file holds,
+    ``cfg``: ``proteins.contacts``."""
+    return f"{kind} < {cfg['threshold']:g} Å, j - i >= {cfg['min_separation']}"
+
+
+def build(data: list[Artefact], fits: list[Artefact], cfg: dict,
+          kinds: dict[str, str]) -> dict[str, pd.DataFrame]:  # fmt: skip
+    """The study's tables from its data and fit artefacts; ``cfg``: ``proteins.contacts``,
+    ``kinds``: family -> what its distance file holds.
+
+    Beside every precision: ``P@k_random``, the expected precision of a random ranking at
+    every k (the fraction of contacts among the ranked pairs, those at ``min_separation`` or more
+    with a known distance), and ``contacts``, the contact definition."""
     by_family = {art.attrs["family"]: art for art in data}
+    yardsticks = {name: {"P@k_random": random_precision(art["distances"], art["columns"], cfg)
+                         if "distances" in art.data else float("nan"),
+                         "contacts": contact_definition(kinds[name], cfg)
+                         if "distances" in art.data else ""}
+                  for name, art in by_family.items()}
     families = pd.DataFrame([
         {"family": name, **{k: art.attrs[k] for k in ("M_raw", "L_raw", "M", "L", "M_eff",
-                                                      "distances_known")},
+                                                      "distances_known", "alignment_sha256")},
          "held_out": int(art["test"][0].sum()), "splits": art["test"].shape[0],
-         "contact_fraction": _contact_fraction(art, cfg)}
+         **yardsticks[name]}
         for name, art in by_family.items()])
     rows, curves, pairs = [], [], []
     for fit in fits:
-        family, model = fit.attrs["family"], fit.attrs["model"]
+        family = fit.attrs["family"]
         d, r = by_family[family], int(fit.attrs["realisation"])
         L = int(d.attrs["L"])
-        row = {"family": family, "model": model, "realisation": r, "L": L,
-               **{k: fit.attrs[k] for k in FIT_ATTRS}}
-        if "distances" in d.data:
-            args = (fit["scores"], d["distances"], cfg["min_separation"], cfg["threshold"])
-            ks = contacts.precision_ks(L)
-            at = contacts.precision_at(*args, list(ks.values()), d["columns"])
-            row |= {f"P@{name}": at[k] for name, k in ks.items()}
-            curve = contacts.precision_curve(*args, 2 * L, d["columns"])
-            curves.append(pd.DataFrame({"family": family, "model": model, "realisation": r,
-                                        "L": L, "rank": np.arange(1, 2 * L + 1),
-                                        "precision": curve}))
-        rows.append(row)
-        if r == 0:
-            pairs.append(_pairs(fit, d, cfg).assign(family=family, model=model, L=L))
+        for name, scores in _score_kinds(fit):
+            row = {"family": family, "model": name, "realisation": r, "L": L,
+                   **{k: fit.attrs[k] for k in FIT_ATTRS}}
+            if "distances" in d.data:
+                args = (scores, d["distances"], cfg["min_separation"], cfg["threshold"])
+                ks = contacts.precision_ks(L)
+                at = contacts.precision_at(*args, list(ks.values()), d["columns"])
+                row |= {f"P@{k_name}": at[k] for k_name, k in ks.items()} | yardsticks[family]
+                curve = contacts.precision_curve(*args, 2 * L, d["columns"])
+                curves.append(pd.DataFrame({"family": family, "model": name, "realisation": r,
+                                            "L": L, "rank": np.arange(1, 2 * L + 1),
+                                            "precision": curve, **yardsticks[family]}))
+            rows.append(row)
+            if r == 0:
+                pairs.append(_pairs(scores, d, cfg).assign(
+                    family=family, model=name, L=L, contacts=yardsticks[family]["contacts"]))
     order = lambda df, keys: df.sort_values(keys, kind="stable").reset_index(drop=True)  # noqa: E731
     models = order(pd.DataFrame(rows), ["family", "model", "realisation"])
-    empty = pd.DataFrame(columns=["family", "model", "realisation", "L", "rank", "precision"])
+    empty = pd.DataFrame(columns=["family", "model", "realisation", "L", "rank", "precision",
+                                  "P@k_random", "contacts"])
     return {
         "models": models,
+        "family_models": family_models(models),
         "curves": order(pd.concat(curves), ["family", "model", "realisation", "rank"])
         if curves else empty,
         "pairs": order(pd.concat(pairs), ["family", "model", "rank"]),
@@ -65,12 +88,36 @@ def build(data: list[Artefact], fits: list[Artefact], cfg: dict) -> dict[str, pd
     }
 
 
-def _contact_fraction(art: Artefact, cfg: dict) -> float:
-    """Fraction of the pairs at ``min_separation`` or more with a known distance that are
-    contacts (how easy the family is: P@L saturates when it is large)."""
-    if "distances" not in art.data:
-        return float("nan")
-    d, sep, columns = art["distances"], cfg["min_separation"], art["columns"]
-    known = contacts.contact_map(d, np.inf, sep, columns)  # far enough, with a distance
-    contact = contacts.contact_map(d, cfg["threshold"], sep, columns)
+def _score_kinds(fit: Artefact) -> list[tuple[str, np.ndarray]]:
+    """The contact scores of a fit under their table names: ``(model, scores)``, and for a
+    transformer also ``(model-jacobian, its Jacobian scores)`` beside its attention map's."""
+    kinds = [(fit.attrs["model"], fit["scores"])]
+    if "jacobian_scores" in fit.data:
+        kinds.append((f"{fit.attrs['model']}{JACOBIAN_SUFFIX}", fit["jacobian_scores"]))
+    return kinds
+
+
+def family_models(models: pd.DataFrame) -> pd.DataFrame:
+    """One row per (family, model): the held-out loss and the precisions averaged over the
+    family's splits (``splits`` of them), the unit of the protein claims; the yardsticks
+    (``P@k_random``, ``contacts``) carried over."""
+    if models.empty:
+        return models
+    numbers = [c for c in ("heldout_loss", "train_loss", "P@L/5", "P@L/2", "P@L", "seconds")
+               if c in models]
+    carried = [c for c in ("L", "P@k_random", "contacts") if c in models]
+    grouped = models.groupby(["family", "model"], sort=True)
+    out = grouped[numbers].mean().join(grouped[carried].first())
+    out.insert(0, "splits", grouped["realisation"].nunique())
+    return out.reset_index()
+
+
+def random_precision(distances: np.ndarray, columns: np.ndarray, cfg: dict) -> float:
+    """The expected precision of a random ranking at every k: the fraction of contacts among
+    the pairs at ``min_separation`` or more with a known distance (``distances: (L, L)`` Å, NaN
+    unknown; ``columns: (L,)`` their alignment columns; ``cfg``: ``proteins.contacts``). A
+    family where it is large saturates P@L whatever the scores."""
+    sep = cfg["min_separation"]
+    known = contacts.contact_map(distances, np.inf, sep, columns)  # far enough, with a distance
+    contact = contacts.contact_map(distances, cfg["threshold"], sep, columns)
     return float(contact.sum() / known.sum()) if known.any() else float("nan")

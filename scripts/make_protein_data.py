@@ -1,0 +1,119 @@
+"""Write the shipped protein data of ``data/proteins/`` from clones of pagnani/ArDCAData and
+francescocaredda/DataAttentionDCA.
+
+Usage: ``python scripts/make_protein_data.py ARDCADATA_GIT_DIR DATAATTENTIONDCA_GIT_DIR
+[--out DIR]``, each a clone (bare or not) of https://github.com/pagnani/ArDCAData and
+https://github.com/francescocaredda/DataAttentionDCA; files are read from its ``HEAD`` with
+``git show``. ``DIR`` defaults to ``data/proteins`` of the repository.
+
+- ``PF00014/PF00014.fasta.gz``: 2000 records of ArDCAData's
+  ``data/PF00014/PF00014_mgap6.fasta.gz`` chosen by
+  ``numpy.random.default_rng(0).choice(M, 2000, replace=False)``, written in their original order
+  (record text unchanged), gzip with an empty file name and ``mtime=0`` so the bytes are
+  reproducible.
+- ``PF00595/PF00595.fasta.gz``: 3000 records of ArDCAData's ``data/PF00595/PF00595_mgap6.fasta.gz``,
+  and ``PF00677/PF00677.fasta.gz``, ``PF00684/PF00684.fasta.gz``: 3000 records of
+  DataAttentionDCA's ``data/PF006xx/PF006xx_full.fasta``, drawn the same way (``default_rng(0)``).
+- ``PF13354/PF13354_struct.dat.gz``: ArDCAData's ``data/PF13354/PF13354_struct.dat`` gzipped the
+  same way (2.0 MB of text, 0.7 MB compressed).
+- ``PF00014/PF00014_struct.dat``, ``PF00595/PF00595_struct.dat``, ``PF13354/PF13354.fasta.gz`` (from
+  ``PF13354_wo_ref_seqs.fasta.gz``), ``LICENSE.txt`` (ArDCAData's ``LICENSE``), and
+  ``PF00677/Atomic_distances_PF00677.dat``, ``PF00684/Atomic_distances_PF00684.dat``,
+  ``LICENSE-DataAttentionDCA.txt`` (DataAttentionDCA's ``LICENSE``): copied as is.
+
+The commit hashes and the sha256 of every written file are printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import hashlib
+import io
+import subprocess
+from pathlib import Path
+
+import numpy as np
+
+SUBSAMPLE_SEED = 0
+# (repository, source path, target path, records kept)
+SUBSAMPLES = (
+    ("ardca", "data/PF00014/PF00014_mgap6.fasta.gz", "PF00014/PF00014.fasta.gz", 2000),
+    ("ardca", "data/PF00595/PF00595_mgap6.fasta.gz", "PF00595/PF00595.fasta.gz", 3000),
+    ("attention", "data/PF00677/PF00677_full.fasta", "PF00677/PF00677.fasta.gz", 3000),
+    ("attention", "data/PF00684/PF00684_full.fasta", "PF00684/PF00684.fasta.gz", 3000),
+)
+GZIPPED = (("ardca", "data/PF13354/PF13354_struct.dat", "PF13354/PF13354_struct.dat.gz"),)
+COPIES = (
+    ("ardca", "data/PF00014/PF00014_struct.dat", "PF00014/PF00014_struct.dat"),
+    ("ardca", "data/PF00595/PF00595_struct.dat", "PF00595/PF00595_struct.dat"),
+    ("ardca", "data/PF13354/PF13354_wo_ref_seqs.fasta.gz", "PF13354/PF13354.fasta.gz"),
+    ("ardca", "LICENSE", "LICENSE.txt"),
+    ("attention", "data/PF00677/Atomic_distances_PF00677.dat",
+     "PF00677/Atomic_distances_PF00677.dat"),
+    ("attention", "data/PF00684/Atomic_distances_PF00684.dat",
+     "PF00684/Atomic_distances_PF00684.dat"),
+    ("attention", "LICENSE", "LICENSE-DataAttentionDCA.txt"),
+)
+
+
+def git_show(git_dir: Path, path: str) -> bytes:
+    """The bytes of ``path`` at ``HEAD`` of the repository ``git_dir``."""
+    return subprocess.run(
+        ["git", "--git-dir", str(git_dir), "show", f"HEAD:{path}"], check=True, capture_output=True
+    ).stdout
+
+
+def fasta_records(text: str) -> list[str]:
+    """The records of a FASTA text, each its header line and sequence lines as they stand."""
+    chunks = text.split("\n>")
+    return [chunk if i == 0 else ">" + chunk for i, chunk in enumerate(chunks)]
+
+
+def subsample(fasta: bytes, size: int, seed: int) -> bytes:
+    """``size`` records of a FASTA file (plain or gzipped) drawn without replacement with
+    ``default_rng(seed)``, kept in their original order, gzipped reproducibly (no file name,
+    ``mtime=0``)."""
+    if fasta[:2] == b"\x1f\x8b":
+        fasta = gzip.decompress(fasta)
+    records = fasta_records(fasta.decode().rstrip("\n"))
+    keep = np.sort(np.random.default_rng(seed).choice(len(records), size, replace=False))
+    return gzip_bytes(("\n".join(records[i] for i in keep) + "\n").encode())
+
+
+def gzip_bytes(data: bytes) -> bytes:
+    """``data`` gzipped reproducibly: no file name, ``mtime=0``."""
+    buffer = io.BytesIO()
+    with gzip.GzipFile(filename="", mode="wb", fileobj=buffer, mtime=0) as out:
+        out.write(data)
+    return buffer.getvalue()
+
+
+def main() -> None:
+    """Read the repositories given on the command line and write the shipped files."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("ardca", type=Path, help="clone of pagnani/ArDCAData (bare or not)")
+    parser.add_argument("attention", type=Path,
+                        help="clone of francescocaredda/DataAttentionDCA (bare or not)")
+    parser.add_argument("--out", type=Path,
+                        default=Path(__file__).resolve().parents[1] / "data" / "proteins")
+    args = parser.parse_args()
+    repos = {"ardca": args.ardca, "attention": args.attention}
+    for name, git_dir in repos.items():
+        commit = subprocess.run(["git", "--git-dir", str(git_dir), "rev-parse", "HEAD"],
+                                check=True, capture_output=True, text=True).stdout.strip()
+        print(f"{name}: commit {commit}")
+    outputs = {target: subsample(git_show(repos[repo], source), size, SUBSAMPLE_SEED)
+               for repo, source, target, size in SUBSAMPLES}
+    outputs |= {target: gzip_bytes(git_show(repos[repo], source))
+                for repo, source, target in GZIPPED}
+    outputs |= {target: git_show(repos[repo], source) for repo, source, target in COPIES}
+    for target, data in outputs.items():
+        path = args.out / target
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        print(f"{hashlib.sha256(data).hexdigest()}  {target}  ({len(data)} bytes)")
+
+
+if __name__ == "__main__":
+    main()
