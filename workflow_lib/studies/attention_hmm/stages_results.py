@@ -19,7 +19,7 @@ log = logging.getLogger("workflow_lib.stages")
 
 
 def paths_tables(job: Job) -> None:
-    """Tidy CSV tables of every theory and samples artefact (see ``paths.tables``)."""
+    """Tidy CSV tables of every theory and samples artefact (``attention_hmm.tables``)."""
     theories = [read_artefact(f, PATHS_THEORY) for f in job.input["theory"]]
     samples = [read_artefact(f, PATHS_SAMPLES) for f in job.input.get("samples", [])]
     for name, df in tables.build(theories, samples).items():

@@ -160,7 +160,7 @@ def episode_draw(key: jax.Array, starts: jax.Array, n: int, balanced: bool = Fal
 
     ``identical``: probability that an episode's query is the matching context image itself
     instead of another drawing of its character (0 in the paper; a training curriculum here,
-    ``paths.omniglot_train``); it leaves every other draw of the episode unchanged."""
+    ``studies.omniglot.training``); it leaves every other draw of the episode unchanged."""
     n_char = starts.shape[0] - 1
     k_first, k_second, k_labels, k_query, k_shots = jax.random.split(key, 5)
     first = jax.random.randint(k_first, (n,), 0, n_char)

@@ -1,5 +1,5 @@
 """Figures of the one-shot Omniglot study (the paper's Fig. 3b-f), one function per panel, drawn
-from the tidy tables of ``analysis.omniglot_tables``."""
+from the tidy tables of ``studies.omniglot.tables``."""
 
 from __future__ import annotations
 

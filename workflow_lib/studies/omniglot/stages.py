@@ -1,8 +1,8 @@
 """Stages of the one-shot Omniglot study (Tiberi et al. 2024, Fig. 3),
-each read, call, write: images and episodes (``paths.omniglot``), gradient descent
-(``paths.omniglot_train``), path-attended inputs and the theory grid (``paths.omniglot_theory``),
-posterior samples (``paths.sampling``), pruning (``paths.heads``); tables and figures:
-``stages.omniglot_figures``."""
+each read, call, write: images and episodes (``studies.omniglot.data``), gradient descent
+(``studies.omniglot.training``), path-attended inputs and the theory grid
+(``studies.omniglot.theory``), posterior samples (``attention.sampling``), pruning
+(``attention.heads``); tables and figures: ``studies.omniglot.stages_results``."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def _write(path: str, schema: str, data: dict, p: dict, attrs: dict) -> None:
 
 def omniglot_data(job: Job) -> None:
     """Images of the training, validation and test characters, the frozen embeddings and the
-    fixed episodes (``paths.omniglot.dataset``)."""
+    fixed episodes (``studies.omniglot.data.dataset``)."""
     p, cfg = job.params, job.params["omniglot"]
     data, attrs = omniglot.dataset(_key(p, "omniglot_data"), job.input["train_archive"],
                                    job.input["test_archive"], cfg)
@@ -45,7 +45,7 @@ def omniglot_data(job: Job) -> None:
 
 def omniglot_train(job: Job) -> None:
     """Train the gradient-descent model on fresh episodes of the training characters, with the
-    validation accuracy after every block (``paths.omniglot_train``)."""
+    validation accuracy after every block (``studies.omniglot.training``)."""
     p, cfg = job.params, job.params["omniglot"]
     data = oa.EpisodeData(job.input["data"])
     bank = data.bank("train")
@@ -88,7 +88,7 @@ def omniglot_features(job: Job) -> None:
 
 def omniglot_theory(job: Job) -> None:
     """The theory for every (N, T), the GP, T chosen per N on validation episodes
-    (``paths.omniglot_theory.grid``), PC overlaps and head scores at ``sample_width``."""
+    (``studies.omniglot.theory.grid``), PC overlaps and head scores at ``sample_width``."""
     p, cfg = job.params, job.params["omniglot"]
     f, heads = oa.read_features(job.input["features"])
     widths, temps, s2 = sorted(cfg["widths"]), sorted(cfg["temperatures"]), cfg["prior_variance"]

@@ -1,5 +1,5 @@
 """Stages ``omniglot_tables`` (CSV tables of the one-shot Omniglot study and the claims of the
-paper's claims, ``analysis.omniglot_tables``) and ``omniglot_figure`` (Fig. 3b-f of the
+paper's claims, ``studies.omniglot.tables``) and ``omniglot_figure`` (Fig. 3b-f of the
 attention-paths paper, from the tables)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Gradient-descent training of the one-shot model (``paths.icl``) on fresh episodes.
+"""Gradient-descent training of the one-shot model (``attention.icl``) on fresh episodes.
 
 The paper's recipe (its public code): square loss on ``y = ±1``, Adam with L2 weight decay, fresh
 episodes whose query is another drawing of one context character, PyTorch-default initialisation.
