@@ -168,14 +168,16 @@ def test_the_peak_is_tested_where_the_training_data_put_it():
     tables = _potts_tables([0.001, 0.002, 0.0015])
     assert list(tables["sample_complexity_threshold"]["location_M"]) == [20.0] * 3
     curve = tables["sample_complexity"]
-    # a near-duplicate pair from M = 20 on: the edge is at M = 10, where the loss is low
-    near = curve.assign(first_near_duplicate=20.0)
+    # the fits stop separating after M = 10 (a near-duplicate pair only from M = 40 on): the
+    # edge is at M = 10, where the loss is low
+    near = curve.assign(first_near_duplicate=40.0,
+                        train_accuracy=np.where(curve["M"] <= 10, 1.0, 0.9))
     tables.update(sample_complexity=near,
                   sample_complexity_threshold=separability_threshold(near))
     verdicts = _verdicts(tables)
     assert verdicts["fig3_right.rise"] == c.FAILS and verdicts["fig3_right.location"] == c.FAILS
-    # no realisation with a clean edge: nothing to test
-    none = curve.assign(first_near_duplicate=10.0)
+    # the edge is a near-duplicate pair's in every realisation: nothing to test
+    none = curve.assign(first_near_duplicate=20.0)
     tables.update(sample_complexity=none,
                   sample_complexity_threshold=separability_threshold(none))
     assert _verdicts(tables)["fig3_right.rise"] == c.NOT_RESOLVED

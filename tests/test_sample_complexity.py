@@ -170,13 +170,14 @@ def test_stage_records_penalty_accuracy_and_near_duplicates(tmp_path):
 
 def test_threshold_from_a_hand_made_table():
     """The edge is the largest M beyond the smallest whose converged fit separates its training
-    set, below the first near-duplicate pair; training data alone decide it."""
+    set, followed by a grid point that does not, both below the first near-duplicate pair;
+    training data alone decide it."""
     M = [2, 5, 10, 20, 40]
     rows = {  # realisation: train accuracy, converged, first near-duplicate M
         0: ([1, 1, 1, 0.98, 0.95], [1, 1, 1, 1, 1], 40.0),  # a clean edge after M = 10
-        1: ([1, 1, 1, 0.9, 0.8], [1, 1, 1, 1, 1], 5.0),  # a near duplicate from M = 5: none
-        2: ([1, 1, 1, 1, 1], [1, 1, 1, 1, 0], np.nan),  # separable throughout, M = 40 unconverged
-        3: ([0.99, 1, 0.9, 1, 0.9], [1, 1, 1, 1, 1], np.nan),  # not a clean edge
+        1: ([1, 1, 1, 0.9, 0.8], [1, 1, 1, 1, 1], 20.0),  # the edge is the near duplicate's: none
+        2: ([1, 1, 1, 1, 1], [1, 1, 1, 1, 0], np.nan),  # separable throughout: no edge
+        3: ([0.99, 1, 0.9, 1, 0.9], [1, 1, 1, 1, 1], np.nan),  # the last edge, after M = 20
     }
     curve = pd.concat([pd.DataFrame({
         "realisation": r, "M": M, "alpha": np.array(M) / 10, "train_accuracy": acc,
@@ -184,8 +185,8 @@ def test_threshold_from_a_hand_made_table():
         for r, (acc, conv, near) in rows.items()], ignore_index=True)  # fmt: skip
     t = tables.separability_threshold(curve).set_index("realisation")
     expected = pd.DataFrame({
-        "location_M": [10, np.nan, 20, 20], "location_alpha": [1.0, np.nan, 2.0, 2.0],
-        "before_M": [5, np.nan, 10, 10], "after_M": [20, np.nan, 40, 40],
+        "location_M": [10, np.nan, np.nan, 20], "location_alpha": [1.0, np.nan, np.nan, 2.0],
+        "before_M": [5, np.nan, np.nan, 10], "after_M": [20, np.nan, np.nan, 40],
         "after2_M": [40, np.nan, np.nan, np.nan], "threshold_M": [20, 20, np.nan, 2],
         "separable_beyond": [False, False, False, True], "M_min": 2.0, "M_max": 40.0,
         "L": 10.0}, index=pd.Index([0, 1, 2, 3], name="realisation"))

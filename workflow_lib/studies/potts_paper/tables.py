@@ -157,7 +157,9 @@ def separability_threshold(curve: pd.DataFrame) -> pd.DataFrame:
     right): ``location_M``, the largest M of the grid beyond the smallest whose converged fit
     separates its training set (train_accuracy 1), among the M below ``first_near_duplicate``
     (from there two training sequences one spin apart rule separability out: a conflict in the
-    data, not the model's capacity); NaN when there is none. ``location_alpha`` = location_M / L;
+    data, not the model's capacity), provided the next grid point's fit no longer separates and
+    is still below that conflict; NaN otherwise (no edge on the grid, or one a conflict makes).
+    ``location_alpha`` = location_M / L;
     ``before_M``, ``after_M`` and ``after2_M``: the grid points before it and the two after it
     (NaN past an edge); ``M_min`` and ``M_max``: the grid's ends; ``threshold_M``: the smallest M
     whose fit does not separate (NaN if none) and ``separable_beyond``: some larger M separable
@@ -169,6 +171,8 @@ def separability_threshold(curve: pd.DataFrame) -> pd.DataFrame:
         clean = M < np.nan_to_num(g["first_near_duplicate"].to_numpy(float), nan=np.inf)
         ok = g["converged"].astype(bool).to_numpy() & (acc == 1) & clean & (M > M[0])
         k = int(np.flatnonzero(ok)[-1]) if ok.any() else -1
+        if k >= 0 and not (k + 1 < len(M) and acc[k + 1] < 1 and clean[k + 1]):
+            k = -1  # no edge on the grid, or one a near-duplicate pair makes: not capacity
         near = [float(M[i]) if k >= 0 and 0 <= i < len(M) else np.nan
                 for i in (k - 1, k, k + 1, k + 2)]
         below = np.flatnonzero(acc < 1)
