@@ -1,6 +1,8 @@
-"""What a new study adds and edits: a one-rule toy study created in a copy of the repository and
-run with Snakemake. ``ADDED`` and ``EDITED`` are the measured answer; the test fails when the
-copy differs from the repository in any other file."""
+"""What a new study adds and edits: a one-rule toy study, with its own config section, created in
+a copy of the repository and run with Snakemake. ``ADDED`` and ``EDITED`` are the measured answer
+(the study's folder, its rules file, its name in ``STUDY_NAMES`` and its ``include:`` line); the
+test fails when the copy differs from the repository in any other file. Generated pages
+(``docs/configuration.md``, by ``python -m workflow_lib docs``) are regenerated, not edited."""
 
 from __future__ import annotations
 
@@ -28,7 +30,7 @@ STUDY = Study(
     title="Toy",
     paper="none",
     rules=(Rule("toy_squares", "workflow_lib.studies.toy.stages:squares",
-                lambda cfg, wc: {"seed": cfg["seed"]}, constant(1), constant(100), local=True),),
+                lambda cfg, wc: {"toy": cfg["toy"]}, constant(1), constant(100), local=True),),
     tables=("squares",),
     panels=(),
     claims="toy/claims.csv",
@@ -44,7 +46,7 @@ from workflow_lib.registry import Job
 
 
 def squares(job: Job) -> None:
-    n = pd.Series(range(job.params["seed"]))
+    n = pd.Series(range(job.params["toy"]["n"]))
     write_csv(pd.DataFrame({"n": n, "square": n * n}), job.output["squares"])
 
 
@@ -53,6 +55,12 @@ def claims(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     holds = bool((squares["square"] == squares["n"] ** 2).all())
     return pd.DataFrame({"id": ["squares"], "verdict": ["holds" if holds else "fails"]})
 ''',
+    f"{TOY}/config.schema.json": """{"properties": {"toy": {
+  "type": "object", "additionalProperties": false, "default": {},
+  "description": "The toy study.",
+  "properties": {"n": {"type": "integer", "minimum": 1, "default": 3,
+                       "description": "How many squares."}}}}}
+""",
     "rules/toy.smk": '''TOY = STUDY["toy"]
 
 
@@ -109,10 +117,14 @@ def test_a_new_study_is_its_folder_its_rules_file_and_two_lines(tmp_path):
     changed = {rel for rel in copy & repo if not filecmp.cmp(wd / rel, ROOT / rel, shallow=False)}
     assert changed == set(EDITED)
 
-    (wd / "tiny.yaml").write_text("results: results\nseed: 4\n")
+    (wd / "tiny.yaml").write_text("results: results\ntoy: {n: 4}\n")
     run = snakemake_in(wd, "results/toy/squares.csv", timeout=600)
     assert run.returncode == 0, (run.stdout + run.stderr)[-3000:]
     table = pd.read_csv(wd / "results/toy/squares.csv")
-    assert table["square"].tolist() == [0, 1, 4, 9]  # seed 4: n < 4
+    assert table["square"].tolist() == [0, 1, 4, 9]  # n = 4
     assert (wd / "results/logs/toy/squares.log").exists()
     assert (wd / "results/benchmarks/toy/squares.tsv").exists()
+    # the study's config section is validated like the others: one line naming the key
+    (wd / "tiny.yaml").write_text("results: results\ntoy: {n: 0}\n")
+    bad = snakemake_in(wd, "results/toy/squares.csv", "-n", timeout=600)
+    assert bad.returncode != 0 and "toy.n" in bad.stderr, bad.stderr[-2000:]
