@@ -10,10 +10,12 @@ from workflow_lib.registry import Job, panel, resolve
 
 
 def figure(job: Job) -> None:
-    """Draw panel ``params['panel']``: its draw function gets the panel's tables (the inputs
-    named in the panel's ``tables``, read as DataFrames, in that order) and the job's other
-    inputs by name (e.g. Fig. 2b's ``models``: paths); save PNG and PDF (``output['png']``,
-    ``output['pdf']``)."""
+    """Draw one panel, PNG and PDF, with the draw function its registry entry names.
+
+    The panel is ``params['panel']``; its draw function gets the panel's tables (the inputs named
+    in the panel's ``tables``, read as DataFrames, in that order) and the job's other inputs by
+    name (e.g. Fig. 2b's ``models``: paths); the figure goes to ``output['png']`` and
+    ``output['pdf']``."""
     entry = panel(job.params["panel"])
     tables = [pd.read_csv(job.input[name]) for name in entry.tables]
     files = {name: paths for name, paths in job.input.items() if name not in entry.tables}
