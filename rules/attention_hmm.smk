@@ -6,11 +6,7 @@ HMM = STUDY["attention_hmm"]
 PATHS = CFG["paths"]
 PATHS_EXPERIMENTS = PATHS["experiments"]
 PATHS_REALISATIONS = list(range(PATHS["realisations"]))
-PATHS_PANELS = (["paths_fig2c", "paths_fig2d"] if "four_paths" in PATHS_EXPERIMENTS else []) + (
-    ["paths_fig2e"] if "two_paths" in PATHS_EXPERIMENTS else []
-)
-PATHS_FIGURES = expand(f"{RESULTS}/figures/{{panel}}.{{ext}}", panel=PATHS_PANELS, ext=("png", "pdf"))
-TARGETS["attention_hmm"] = [*PATHS_FIGURES, f"{RESULTS}/{HMM.claims}"]
+TARGETS["attention_hmm"] = [*figures("attention_hmm"), f"{RESULTS}/{HMM.claims}"]
 
 
 wildcard_constraints:
@@ -135,7 +131,7 @@ rule paths_figure:
     benchmark:
         f"{BENCHMARKS}/figures/{{panel}}.tsv"
     wildcard_constraints:
-        panel="|".join(panel.name for panel in HMM.panels),
+        panel=panel_pattern("attention_hmm"),
     localrule: True
     params:
         **stage_params("paths_figure"),

@@ -9,13 +9,14 @@
 #         **resources("train"),       runtime, mem_mb (growing with the attempt), gpu
 #     shell:
 #         STAGE                       python -m workflow_lib stage {params.stage} ...
+import functools
 import json
 import os
 import sys
 
 from workflow_lib.code_digest import stage_digest
 from workflow_lib.config import ConfigError, digest, load_config
-from workflow_lib.registry import rules as registered_rules, studies
+from workflow_lib.registry import rules as registered_rules, stage_code, studies
 
 try:
     CFG = load_config(config)
@@ -50,8 +51,8 @@ os.environ.update(PATH=os.pathsep.join([os.path.dirname(sys.executable),
 def stage_params(name):
     """The params of the registered ``name`` (a dict): ``stage`` (the stage it runs), ``job`` (the
     ``--job`` JSON: input/output paths, config slice, threads), ``code`` (the digest of the
-    package files its stage function imports, transitively: a code edit re-runs exactly the rules
-    whose stage reaches it) and ``config`` (the digest of its config slice for the wildcards: a
+    package files its stage function imports, transitively, and for a figure job those of its
+    panel's draw function: a code edit re-runs exactly the jobs whose code reaches it) and ``config`` (the digest of its config slice for the wildcards: a
     config edit re-runs exactly the jobs whose slice it changes)."""
     entry = REGISTRY[name]
 
@@ -73,7 +74,16 @@ def stage_params(name):
     def config_slice(wildcards):
         return digest(entry.params(CFG, dict(wildcards.items())))
 
-    return {"stage": name, "job": job, "code": stage_digest(entry.stage), "config": config_slice}
+    def code(wildcards):
+        return "+".join(map(code_digest, stage_code(name, dict(wildcards.items()))))
+
+    return {"stage": name, "job": job, "code": code, "config": config_slice}
+
+
+@functools.cache
+def code_digest(target):
+    """``stage_digest`` of ``'module:function'`` ``target``, once per workflow run."""
+    return stage_digest(target)
 
 
 def threads(name):
@@ -102,6 +112,22 @@ def resources(name):
 def caption(study):
     """The caption of a figure rule's panel, from the study's registry."""
     return lambda wildcards: STUDY[study].panel(wildcards.panel).caption
+
+
+def panels(study):
+    """The names of study ``study``'s panels that the config has (``Panel.exists``)."""
+    return [panel.name for panel in STUDY[study].drawn_panels(CFG)]
+
+
+def figures(study):
+    """The PNG and PDF files of study ``study``'s panels that the config has."""
+    return expand(f"{RESULTS}/figures/{{panel}}.{{ext}}", panel=panels(study), ext=("png", "pdf"))
+
+
+def panel_pattern(study):
+    """The ``panel`` wildcard constraint of study ``study``'s figure rule: the panels the config
+    has (none: a pattern no panel name matches)."""
+    return "|".join(panels(study)) or "(?!)"
 
 
 def panel_inputs(study, tables, **extra):

@@ -7,8 +7,7 @@ from workflow_lib.studies.omniglot.registry import FLOW
 OMNIGLOT = STUDY["omniglot"]
 OMNI = CFG["omniglot"]
 OMNI_DIR = f"{RESULTS}/omniglot"
-OMNI_PANELS = [panel.name for panel in OMNIGLOT.panels]
-OMNI_FIGURES = expand(f"{RESULTS}/figures/{{panel}}.{{ext}}", panel=OMNI_PANELS, ext=("png", "pdf"))
+OMNI_FIGURES = figures("omniglot")
 TARGETS["omniglot"] = OMNI_FIGURES if OMNI["enabled"] else []  # in the default target
 OMNI_FILES = {name: f"{OMNI_DIR}/{name}.h5" for _, name in FLOW.values()}
 if OMNI["model_file"]:  # a shipped trained model replaces omniglot_train
@@ -83,7 +82,7 @@ rule omniglot_figure:
     benchmark:
         f"{BENCHMARKS}/figures/{{panel}}.tsv"
     wildcard_constraints:
-        panel="|".join(OMNI_PANELS),
+        panel=panel_pattern("omniglot"),
     localrule: True
     params:
         **stage_params("omniglot_figure"),

@@ -9,9 +9,7 @@ POTTS = STUDY["potts_paper"]
 ARCHS = CFG["training"]["architectures"] + [
     interpolated(a) for a in CFG["training"]["interpolation_a"]
 ]
-PANELS = [panel.name for panel in POTTS.panels]
-POTTS_FIGURES = expand(f"{RESULTS}/figures/{{panel}}.{{ext}}", panel=PANELS, ext=("png", "pdf"))
-TARGETS["potts_paper"] = [*POTTS_FIGURES, f"{RESULTS}/{POTTS.claims}"]
+TARGETS["potts_paper"] = [*figures("potts_paper"), f"{RESULTS}/{POTTS.claims}"]
 
 
 rule couplings:
@@ -212,7 +210,7 @@ rule figure:
     benchmark:
         f"{BENCHMARKS}/figures/{{panel}}.tsv"
     wildcard_constraints:
-        panel="|".join(PANELS),
+        panel=panel_pattern("potts_paper"),
     localrule: True
     params:
         **stage_params("figure"),

@@ -12,9 +12,7 @@ PROT = CFG["proteins"]
 PROT_DIR = f"{RESULTS}/proteins"
 PROT_FAMILIES = [each["name"] for each in PROT["families"]]
 PROT_MODELS = model_names(PROT)
-PROT_FIGURES = expand(f"{RESULTS}/figures/{{panel}}.{{ext}}",
-                      panel=[panel.name for panel in PROTEINS.panels], ext=("png", "pdf"))
-PROT_TARGETS = [*PROT_FIGURES, f"{RESULTS}/{PROTEINS.claims}"]
+PROT_TARGETS = [*figures("proteins"), f"{RESULTS}/{PROTEINS.claims}"]
 TARGETS["proteins"] = PROT_TARGETS if PROT["enabled"] else []
 # each family's alignment and, when given, its distances (as the config gives them: relative to
 # the Snakefile's folder, or absolute)
@@ -132,7 +130,7 @@ rule protein_figure:
     benchmark:
         f"{BENCHMARKS}/figures/{{panel}}.tsv"
     wildcard_constraints:
-        panel="|".join(panel.name for panel in PROTEINS.panels),
+        panel=panel_pattern("proteins"),
     localrule: True
     params:
         **stage_params("protein_figure"),

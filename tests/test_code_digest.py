@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from workflow_lib import code_digest
-from workflow_lib.registry import stages
+from workflow_lib.registry import panel as registry_panel
+from workflow_lib.registry import stage_code, stages, studies
 
 STAGES = stages()
 
@@ -63,14 +64,27 @@ def test_digest_covers_everything_the_stage_function_uses(name):
 
 
 
-@pytest.mark.parametrize(("name", "module"), [
+@pytest.mark.parametrize(("name", "wildcards", "module"), [
     # the hand-kept lists once missed these (a module reached only through another module)
-    ("figure", "studies/potts_paper/tables.py"),
-    ("train", "artefacts.py"), ("plm", "artefacts.py"), ("sample_complexity", "artefacts.py"),
-    ("paths_figure", "attention/tasks.py"),
+    ("figure", {"panel": "fig2b"}, "studies/potts_paper/tables.py"),
+    ("train", {}, "artefacts.py"), ("plm", {}, "artefacts.py"),
+    ("sample_complexity", {}, "artefacts.py"),
+    ("paths_figure", {"panel": "paths_fig2c"}, "attention/tasks.py"),
 ])
-def test_digest_includes_modules_reached_indirectly(name, module):
-    assert code_digest.ROOT / module in code_digest.stage_files(STAGES[name])
+def test_digest_includes_modules_reached_indirectly(name, wildcards, module):
+    """A figure job's code is the dispatcher's and its panel's draw function's."""
+    files = {f for target in stage_code(name, wildcards) for f in code_digest.stage_files(target)}
+    assert code_digest.ROOT / module in files
+
+
+@pytest.mark.parametrize("panel", [each.name for study in studies() for each in study.panels])
+def test_a_figure_jobs_code_is_its_panels(panel):
+    """Each study's figure rule runs the one dispatcher, and a figure job's code is the
+    dispatcher's and its own panel's draw function's."""
+    rule = next(r.name for study in studies() if panel in {p.name for p in study.panels}
+                for r in study.rules if r.stage == "workflow_lib.figures:figure")
+    targets = stage_code(rule, {"panel": panel})
+    assert targets == ("workflow_lib.figures:figure", registry_panel(panel).draw)
 
 def test_digest_of_a_function_leaves_out_its_module_neighbours():
     """``couplings`` and ``sample`` share a module; only ``sample`` runs the Gibbs sampler."""

@@ -15,6 +15,8 @@ from workflow_lib.reference import (
     configuration_page,
     iter_properties,
 )
+from workflow_lib.registry import studies
+from workflow_lib.stage_tables import BEGIN, END, with_stage_tables
 
 ROOT = Path(__file__).resolve().parents[1]
 PROPERTIES = list(iter_properties(load_schema()))
@@ -53,6 +55,19 @@ def test_configuration_page_is_current():
         f"docs/configuration.md is out of date with the config schema; regenerate it with: "
         f"{REGENERATE}"
     )
+
+
+def test_stage_tables_are_current_and_have_every_rule():
+    """docs/pipeline.md's stage tables are what the registries and the parsed rules files give:
+    one row per registered rule of every study, each with its outputs."""
+    page = (ROOT / "docs" / "pipeline.md").read_text(encoding="utf-8")
+    assert with_stage_tables(page) == page, (
+        "docs/pipeline.md's stage tables are out of date; regenerate them with: "
+        "python -m workflow_lib docs")
+    tables = page.split(BEGIN, 1)[1].split(END, 1)[0]
+    for study in studies():
+        for rule in study.rules:
+            assert re.search(rf"^\| `{rule.name}` \| `[^|]+` \|", tables, re.MULTILINE), rule.name
 
 
 def test_configuration_page_lists_every_key():

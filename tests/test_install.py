@@ -52,6 +52,7 @@ def test_wheel_installs_without_the_source_tree_and_checks_both_presets(tmp_path
         assert run.returncode == 0 and "valid" in run.stdout, run.stdout + run.stderr
     files = subprocess.run([python, "-c", "from importlib import resources; "
                             "r = resources.files('workflow_lib'); "
-                            "print((r / 'schemas' / 'config.schema.json').is_file())"],
+                            "print((r / 'schemas' / 'config.schema.json').is_file(), "
+                            "(r / 'studies' / 'proteins' / 'config.schema.json').is_file())"],
                            cwd=tmp_path, env=env, capture_output=True, text=True, check=True)
-    assert files.stdout.split() == ["True"]
+    assert files.stdout.split() == ["True", "True"]

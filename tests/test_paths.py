@@ -16,6 +16,7 @@ import workflow_lib  # noqa: F401  (float64)
 from workflow_lib.artefacts import PATHS_SAMPLES, PATHS_THEORY, read_artefact
 from workflow_lib.attention import model, sampling, tasks, theory
 from workflow_lib.config import load_config
+from workflow_lib.studies.attention_hmm.registry import STUDY as HMM
 
 T_RIDGE = 0.01
 TASK = tasks.MarkovTask()  # the paper's sizes: T = 30, D = 200, N0 = 231
@@ -296,6 +297,6 @@ def test_stages_end_to_end(tiny_run):
             assert sa["U/1"].shape == (chains, draws, n_paths, n_paths)
             assert 0 <= sa.attrs["accuracy"] <= 1
             assert json.loads(sa.attrs["seeds"])["width"] == width
-    for panel in ("paths_fig2c", "paths_fig2d", "paths_fig2e"):
+    for panel in HMM.panels:  # both experiments: every panel of the study
         for ext in ("png", "pdf"):
-            assert (results / "figures" / f"{panel}.{ext}").stat().st_size > 1000
+            assert (results / "figures" / f"{panel.name}.{ext}").stat().st_size > 1000

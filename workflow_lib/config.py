@@ -1,7 +1,9 @@
 """Configuration: JSON-schema validation with defaults, and one-line errors.
 
-The schema (``schemas/config.schema.json`` in the package, read with ``importlib.resources``) is
-the single source of the allowed keys, ranges and defaults. ``load_config`` validates a config
+The schema is the single source of the allowed keys, ranges and defaults: the keys every study
+shares in ``schemas/config.schema.json`` and each study's sections in its folder's
+``config.schema.json`` (``studies/<study>/``), merged in ``STUDY_NAMES`` order; both are read
+with ``importlib.resources``. ``load_config`` validates a config
 mapping, fills the defaults and returns a new dict; any problem raises ``ConfigError`` whose
 message is one line naming the key, the value and what is allowed.
 """
@@ -20,7 +22,10 @@ from typing import Any
 import jsonschema
 import yaml
 
+from workflow_lib.registry import STUDY_NAMES
+
 SCHEMA = resources.files("workflow_lib") / "schemas" / "config.schema.json"
+STUDY_SCHEMA = "config.schema.json"  # a study's sections, in its folder
 
 
 class ConfigError(ValueError):
@@ -34,7 +39,19 @@ def load_schema() -> dict:
 
 @functools.cache
 def _schema() -> dict:
-    return json.loads(SCHEMA.read_text())
+    """The shared schema with each study's sections (its ``properties``) added."""
+    schema = json.loads(SCHEMA.read_text())
+    for name in STUDY_NAMES:
+        path = resources.files("workflow_lib.studies") / name / STUDY_SCHEMA
+        if not path.is_file():
+            continue
+        sections = json.loads(path.read_text())["properties"]
+        taken = sections.keys() & schema["properties"].keys()
+        if taken:
+            raise ValueError(f"{name}/{STUDY_SCHEMA}: config keys {sorted(taken)} are defined "
+                             f"twice; give the study's section another name")
+        schema["properties"].update(sections)
+    return schema
 
 
 def schema_default(key: str) -> Any:

@@ -24,6 +24,7 @@ from workflow_lib.config import load_schema
 from workflow_lib.performance import BENCHMARKS_DIR, performance_page
 from workflow_lib.reference import configuration_page
 from workflow_lib.registry import Job, Study, studies
+from workflow_lib.stage_tables import SNAKEFILE, with_stage_tables
 
 
 def _number(x: float) -> str:
@@ -236,10 +237,10 @@ def index_page(root: Path) -> str:
 def write_docs(docs: Path, preset: str | None = None, results: Path | None = None,
                source: dict | None = None, only: tuple[str, ...] = ()) -> list[Path]:
     """Snapshot the run in ``results`` (if given) as ``preset`` and write its results pages,
-    then the index, the configuration reference, the claims tests' calibration table in
-    ``pipeline.md`` and (in a source tree, from the benchmarks' CSV files) the performance page
-    under ``docs``; ``only``: snapshot just these studies (a run
-    of one study's target); returns the pages written."""
+    then the index, the configuration reference, the claims tests' calibration table and (in a
+    source tree, from the parsed workflow) the stage tables in ``pipeline.md`` and (in a source
+    tree, from the benchmarks' CSV files) the performance page under ``docs``; ``only``:
+    snapshot just these studies (a run of one study's target); returns the pages written."""
     root = docs / "results"
     written = []
     for study in studies() if preset else ():
@@ -254,7 +255,8 @@ def write_docs(docs: Path, preset: str | None = None, results: Path | None = Non
     pages = {root / "README.md": index_page(root),
              docs / "configuration.md": configuration_page(load_schema())}
     if (docs / "pipeline.md").exists():
-        pages[docs / "pipeline.md"] = with_power_table((docs / "pipeline.md").read_text())
+        page = with_power_table((docs / "pipeline.md").read_text())
+        pages[docs / "pipeline.md"] = with_stage_tables(page) if SNAKEFILE.exists() else page
     if (BENCHMARKS_DIR / "results").is_dir():
         pages[docs / "performance.md"] = performance_page(BENCHMARKS_DIR / "results")
     for path, text in pages.items():

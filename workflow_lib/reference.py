@@ -117,7 +117,9 @@ def configuration_page(schema: dict) -> str:
         "defaults below. `python -m workflow_lib check-config FILE` validates a file against the "
         "schema (with these defaults for the keys it leaves out) and names the first invalid key "
         "in one line; the workflow validates its merged configuration the same way before any "
-        "job starts. This page is generated from `workflow_lib/schemas/config.schema.json`; "
+        "job starts. This page is generated from the config schema "
+        "(`workflow_lib/schemas/config.schema.json` and each study's section, "
+        "`workflow_lib/studies/<study>/config.schema.json`); "
         f"regenerate it with `{REGENERATE}`.",
     ]
     header = ["| key | type | default | allowed | description |", "|---|---|---|---|---|"]

@@ -92,14 +92,24 @@ class Rule:
         return "gpu" if self.gpu and cfg["compute"]["gpu"] else "cpu"
 
 
+def always(cfg: Config) -> bool:
+    """The condition of a panel that every configuration draws."""
+    return True
+
+
 @dataclass(frozen=True)
 class Panel:
-    """A figure panel: its name (``figures/<name>.png``), the study tables it is drawn from and
-    its caption (the report's and the results pages')."""
+    """A figure panel: its name (``figures/<name>.png``), the study tables it is drawn from,
+    ``draw`` (``'module:function'`` that returns the figure: called with the tables as DataFrames,
+    in ``tables`` order, and with the figure rule's other inputs by name), its caption (the
+    report's and the results pages') and ``exists`` (whether a config has the panel: the rules
+    files ask only for the panels of which it holds)."""
 
     name: str
     tables: tuple[str, ...]
+    draw: str
     caption: str
+    exists: Callable[[Config], bool] = always
 
 
 @dataclass(frozen=True)
@@ -127,8 +137,7 @@ class Study:
 
     def claims_table(self, tables: Mapping[str, Any]) -> Any:
         """The claims table (a DataFrame) of ``tables`` (name -> DataFrame)."""
-        module, func = self.claims_of.split(":")
-        return getattr(importlib.import_module(module), func)(dict(tables))
+        return resolve(self.claims_of)(dict(tables))
 
     def rule(self, name: str) -> Rule:
         for each in self.rules:
@@ -141,6 +150,16 @@ class Study:
             if each.name == name:
                 return each
         raise KeyError(f"study {self.name} has no panel {name!r}")
+
+    def drawn_panels(self, cfg: Config) -> tuple[Panel, ...]:
+        """The panels that config ``cfg`` has (those whose ``exists`` holds)."""
+        return tuple(each for each in self.panels if each.exists(cfg))
+
+
+def resolve(target: str) -> Callable[..., Any]:
+    """The function ``target`` (``'module:function'``) names."""
+    module, function = target.split(":")
+    return getattr(importlib.import_module(module), function)
 
 
 def _study_texts(cfg: Config, wildcards: Wildcards) -> dict[str, Any]:
@@ -167,6 +186,21 @@ def rules() -> dict[str, Rule]:
             raise ValueError(f"rule {each.name!r} is registered twice")
         out[each.name] = each
     return out
+
+
+def panel(name: str) -> Panel:
+    """Panel ``name`` of any study (panel names are unique: they name ``figures/<name>.png``)."""
+    found = [each for study in studies() for each in study.panels if each.name == name]
+    if len(found) != 1:
+        raise KeyError(f"{len(found)} studies have a panel {name!r}; expected one")
+    return found[0]
+
+
+def stage_code(name: str, wildcards: Wildcards) -> tuple[str, ...]:
+    """The ``'module:function'`` targets whose code a job of rule ``name`` runs: its stage and,
+    for a figure job (a ``panel`` wildcard), the panel's draw function."""
+    stage = rules()[name].stage
+    return (stage, panel(wildcards["panel"]).draw) if "panel" in wildcards else (stage,)
 
 
 def stages() -> dict[str, str]:

@@ -89,6 +89,16 @@ def accuracy_and_order_parameter(
     return fig
 
 
+def fig2c(accuracy: pd.DataFrame, order_parameters: pd.DataFrame) -> plt.Figure:
+    """Fig. 2c: ``accuracy_and_order_parameter`` of the four-path experiment."""
+    return accuracy_and_order_parameter(accuracy, order_parameters, "four_paths", "c")
+
+
+def fig2e(accuracy: pd.DataFrame, order_parameters: pd.DataFrame) -> plt.Figure:
+    """Fig. 2e: ``accuracy_and_order_parameter`` of the two-path experiment."""
+    return accuracy_and_order_parameter(accuracy, order_parameters, "two_paths", "e")
+
+
 def pc_overlaps(overlaps: pd.DataFrame) -> plt.Figure:
     """(d) Cosine similarity |v_k·Y|/sqrt(P) of the kernel PCs with the labels, PCs by decreasing
     eigenvalue: finite width at the smallest N (blue) vs the GP limit (orange), per

@@ -5,9 +5,17 @@ panels and the claims table."""
 
 from __future__ import annotations
 
-from workflow_lib.registry import Panel, Rule, Study, constant, no_params, panel_params
+from collections.abc import Callable
+
+from workflow_lib.registry import Config, Panel, Rule, Study, constant, no_params, panel_params
 
 STAGES = "workflow_lib.studies.attention_hmm"
+DRAW = f"{STAGES}.figures"
+
+
+def _has(experiment: str) -> Callable[[Config], bool]:
+    """Whether a config runs ``experiment`` (``paths.experiments``): its panels' condition."""
+    return lambda cfg: experiment in cfg["paths"]["experiments"]
 # the ``paths`` config keys every rule of an experiment depends on (its data and heads)
 DATA_KEYS = ("n_train", "n_test", "tokens", "features", "p_stay_plus", "p_stay_minus",
              "noise_in_plane", "sigma_perp", "attention_beta", "random_head_perturbation",
@@ -60,7 +68,7 @@ STUDY = Study(
              gpu=True),
         Rule("paths_tables", f"{STAGES}.stages_results:paths_tables", no_params,
              constant(10), constant(2000), local=True),
-        Rule("paths_figure", f"{STAGES}.stages_results:paths_figure", panel_params,
+        Rule("paths_figure", "workflow_lib.figures:figure", panel_params,
              constant(10), constant(2000), local=True),
         Rule("paths_claims", f"{STAGES}.stages_results:paths_claims", no_params,
              constant(10), constant(2000), local=True),
@@ -69,16 +77,16 @@ STUDY = Study(
     claims="paths/tables/claims.csv",
     claims_of="workflow_lib.studies.attention_hmm.claims:hmm_claims",
     panels=(
-        Panel("paths_fig2c", ("accuracy", "order_parameters"),
+        Panel("paths_fig2c", ("accuracy", "order_parameters"), f"{DRAW}:fig2c",
               "Attention paths, Fig. 2c: test accuracy vs width N on the hidden-Markov-chain task "
               "(4 paths, sigma_perp = 1): finite-width theory, NUTS samples, and the GP limits of "
               "all paths, of path g and of g+d; below, the order parameter U (paths g, d, a1, "
-              "a2) from theory at N = 10, 100, 1000 and sampled at N = 10."),
-        Panel("paths_fig2d", ("pc_overlaps",),
+              "a2) from theory at N = 10, 100, 1000 and sampled at N = 10.", _has("four_paths")),
+        Panel("paths_fig2d", ("pc_overlaps",), f"{DRAW}:pc_overlaps",
               "Attention paths, Fig. 2d: overlap of the top-30 kernel principal components with "
-              "the labels, N = 10 vs the GP limit."),
-        Panel("paths_fig2e", ("accuracy", "order_parameters"),
+              "the labels, N = 10 vs the GP limit.", _has("four_paths")),
+        Panel("paths_fig2e", ("accuracy", "order_parameters"), f"{DRAW}:fig2e",
               "Attention paths, Fig. 2e: as 2c for sigma_perp = 5 and the two-path network (g "
-              "and d)."),
+              "and d).", _has("two_paths")),
     ),
 )

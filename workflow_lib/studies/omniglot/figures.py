@@ -1,5 +1,5 @@
 """Figures of the one-shot Omniglot study (the paper's Fig. 3b-f), one function per panel, drawn
-from the tidy tables of ``studies.omniglot.tables``."""
+from the tidy tables of ``omniglot.tables``."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from workflow_lib.attention.panels import heatmap, overlap_bars  # noqa: E402
-from workflow_lib.studies.omniglot.registry import STUDY  # noqa: E402
 
 
 def accuracy(acc: pd.DataFrame) -> plt.Figure:
@@ -104,15 +103,4 @@ def cumulative_pruning(cumulative: pd.DataFrame) -> plt.Figure:
     ax.set_title("(f) pruning in head-score order", fontsize=9)
     ax.legend(fontsize=7, frameon=False)
     return fig
-
-
-def draw(panel: str, tables: dict[str, pd.DataFrame]) -> plt.Figure:
-    """Panel ``panel`` (omniglot_fig3b ... omniglot_fig3f) from the tables it needs
-    (the panel's tables in the registry)."""
-    draw = {"omniglot_fig3b": accuracy, "omniglot_fig3c": order_parameters,
-            "omniglot_fig3d": pc_overlaps, "omniglot_fig3e": head_scores,
-            "omniglot_fig3f": cumulative_pruning}
-    if panel not in draw:
-        raise ValueError(f"unknown figure panel {panel!r}")
-    return draw[panel](*(tables[name] for name in STUDY.panel(panel).tables))
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from workflow_lib.registry import Panel, Rule, Study, constant, no_params, panel_params
 
 STAGES = "workflow_lib.studies.omniglot"
+DRAW = f"{STAGES}.figures"
 DATA_KEYS = ("data_dir", "train_archive", "test_archive", "augment_rotations",
              "validation_fraction", "image_size", "patch", "positional_scale", "label_scale",
              "n_train", "n_validation", "n_test")
@@ -88,7 +89,7 @@ STUDY = Study(
              lambda cfg, wc: 10 + cfg["omniglot"]["random_orders"] * 2, _mem, threaded=True),
         Rule("omniglot_tables", f"{STAGES}.stages_results:omniglot_tables", no_params,
              constant(10), _mem, local=True),
-        Rule("omniglot_figure", f"{STAGES}.stages_results:omniglot_figure", panel_params,
+        Rule("omniglot_figure", "workflow_lib.figures:figure", panel_params,
              constant(10), constant(2000), local=True),
     ),
     tables=("accuracy", "episodes", "order_parameters", "pc_overlaps", "head_scores",
@@ -96,24 +97,24 @@ STUDY = Study(
     claims="omniglot/tables/claims.csv",
     claims_of="workflow_lib.studies.omniglot.claims:omniglot_claims",
     panels=(
-        Panel("omniglot_fig3b", ("accuracy",),
+        Panel("omniglot_fig3b", ("accuracy",), f"{DRAW}:accuracy",
               "Attention paths, Fig. 3b: test accuracy on held-out one-shot Omniglot episodes vs "
               "width N: finite-width theory with the gradient-descent model's frozen heads "
               "(temperature chosen per N on validation episodes), the GP limit (its temperature "
               "chosen the same way), NUTS samples at small N and the gradient-descent model "
               "itself."),
-        Panel("omniglot_fig3c", ("order_parameters",),
+        Panel("omniglot_fig3c", ("order_parameters",), f"{DRAW}:order_parameters",
               "Attention paths, Fig. 3c: the 16 x 16 path-path order parameter U (paths labelled "
               "by the head of layer 1 and layer 2): theory and posterior samples at the scoring "
               "width, and the overlaps of the gradient-descent model's effective path weights "
               "(own colour scale)."),
-        Panel("omniglot_fig3d", ("pc_overlaps",),
+        Panel("omniglot_fig3d", ("pc_overlaps",), f"{DRAW}:pc_overlaps",
               "Attention paths, Fig. 3d: overlap of the top kernel principal components with the "
               "labels on the training episodes, finite width vs GP limit."),
-        Panel("omniglot_fig3e", ("head_scores", "claims"),
+        Panel("omniglot_fig3e", ("head_scores", "claims"), f"{DRAW}:head_scores",
               "Attention paths, Fig. 3e: accuracy drop of the gradient-descent model when a "
               "single head is pruned vs that head's score from the theory's U."),
-        Panel("omniglot_fig3f", ("cumulative_pruning",),
+        Panel("omniglot_fig3f", ("cumulative_pruning",), f"{DRAW}:cumulative_pruning",
               "Attention paths, Fig. 3f: test accuracy of the gradient-descent model after "
               "pruning a growing number of heads, lowest score first (and highest score first "
               "for contrast)."),

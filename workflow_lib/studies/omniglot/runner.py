@@ -8,10 +8,9 @@ and ``OUTDIR/figures/*``; ``model`` uses a trained model artefact instead of tra
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 
-from workflow_lib.registry import Job
+from workflow_lib.registry import Job, resolve
 from workflow_lib.studies.omniglot.registry import FLOW, STUDY
 
 
@@ -25,9 +24,7 @@ def run_study(cfg: dict, outdir: str | Path, data_dir: str | Path, model: str | 
         files["model"] = model
 
     def run(name: str, inputs: dict, outputs: dict, params: dict) -> None:
-        module, function = STUDY.rule(name).stage.split(":")
-        getattr(importlib.import_module(module), function)(
-            Job(input=inputs, output=outputs, params=params))
+        resolve(STUDY.rule(name).stage)(Job(input=inputs, output=outputs, params=params))
 
     for name, (reads, writes) in FLOW.items():
         if (name == "omniglot_train" and model) or (name == "omniglot_sample"
@@ -43,7 +40,7 @@ def run_study(cfg: dict, outdir: str | Path, data_dir: str | Path, model: str | 
     samples = [files["samples"]] if omni["sample_width"] else []
     run("omniglot_tables", {"model": files["model"], "theory": files["theory"],
                             "pruning": files["pruning"], "samples": samples}, tables, {})
-    for panel in STUDY.panels:
+    for panel in STUDY.drawn_panels(cfg):
         run("omniglot_figure", {t: tables[t] for t in panel.tables},
             {ext: str(out / "figures" / f"{panel.name}.{ext}") for ext in ("png", "pdf")},
             {"panel": panel.name})

@@ -1,20 +1,16 @@
-"""Stages ``omniglot_tables`` (CSV tables of the one-shot Omniglot study and the claims of the
-paper's claims, ``studies.omniglot.tables``) and ``omniglot_figure`` (Fig. 3b-f of the
-attention-paths paper, from the tables)."""
+"""Stage ``omniglot_tables``: the CSV tables of the one-shot Omniglot study and its claims table
+(``omniglot.tables``); its panels (Fig. 3b-f of the attention-paths paper) are drawn by
+``workflow_lib.figures``."""
 
 from __future__ import annotations
 
 import logging
 
-import pandas as pd
-
 from workflow_lib import artefacts
 from workflow_lib.artefacts import read_artefact, write_csv
 from workflow_lib.claims import log_claims
-from workflow_lib.plotting import save_figure
 from workflow_lib.registry import Job
 from workflow_lib.studies.omniglot import artefacts as oa
-from workflow_lib.studies.omniglot import figures as omniglot_figures
 from workflow_lib.studies.omniglot import tables as summary
 
 log = logging.getLogger("workflow_lib.attention")
@@ -32,10 +28,3 @@ def omniglot_tables(job: Job) -> None:
     log_claims(tables["claims"], log)
     for name, df in tables.items():
         write_csv(df, job.output[name])
-
-
-def omniglot_figure(job: Job) -> None:
-    """Draw panel ``params['panel']`` (omniglot_fig3b ... omniglot_fig3f); PNG and PDF."""
-    panel = job.params["panel"]
-    read = {name: pd.read_csv(path) for name, path in job.input.items()}
-    save_figure(omniglot_figures.draw(panel, read), job.output)

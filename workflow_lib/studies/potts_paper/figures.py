@@ -8,7 +8,7 @@ diverging colour map centred at zero.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import matplotlib
 
@@ -18,6 +18,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from workflow_lib.studies.potts_paper.claims import sample_complexity_claims  # noqa: E402
+from workflow_lib.studies.potts_paper.tables import attention_maps  # noqa: E402
 
 ARCH_LABELS = {
     "factored": "factored attention (1 layer)",
@@ -90,6 +91,11 @@ def fig2b_attention_maps(J: np.ndarray, maps: Mapping[str, np.ndarray]) -> plt.F
         ax.set_yticks([])
     fig.suptitle("(b) J and attention maps", fontsize=9)
     return fig
+
+
+def fig2b_from_models(models: Sequence[str]) -> plt.Figure:
+    """Fig. 2b from the ``mlm-train`` artefacts of realisation 0 (paths)."""
+    return fig2b_attention_maps(*attention_maps(models))
 
 
 def fig2c_reconstruction(history: pd.DataFrame) -> plt.Figure:

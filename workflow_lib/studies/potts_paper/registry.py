@@ -5,10 +5,11 @@ left), the tables across realisations, the figures and the claims table."""
 
 from __future__ import annotations
 
-from workflow_lib.mlm.architectures import parse_arch, restarts
+from workflow_lib.mlm.architectures import FIG2B, parse_arch, restarts
 from workflow_lib.registry import Panel, Rule, Study, constant, no_params, panel_params
 
 STAGES = "workflow_lib.studies.potts_paper"
+DRAW = f"{STAGES}.figures"
 
 
 def _realisation(cfg, wc, **slice_):
@@ -54,6 +55,16 @@ def _data_mb(cfg, wc) -> float:
     return 2000 + 64 * _sequences(cfg) * cfg["potts"]["L"] * cfg["potts"]["C"] / 1e6
 
 
+def _has_fig2b(cfg) -> bool:
+    """Fig. 2b shows J and the maps of the trained architectures it compares (``FIG2B``)."""
+    return any(arch in FIG2B for arch in cfg["training"]["architectures"])
+
+
+def _has_fig2d(cfg) -> bool:
+    """Fig. 2d is a curve over the interpolation levels: it needs two of them or more."""
+    return len(cfg["training"]["interpolation_a"]) > 1
+
+
 def _replica_minutes(cfg, wc) -> float:
     r = cfg["replica"]
     return 10 + r["L"] ** 3 * len(r["sim_alphas"]) * r["realisations"] * len(r["lambdas"]) * 1e-9
@@ -90,7 +101,7 @@ STUDY = Study(
              _replica_minutes, lambda cfg, wc: 2000 + 3 * 8 * cfg["replica"]["L"] ** 2 / 1e6),
         Rule("aggregate", f"{STAGES}.stages_results:aggregate", no_params,
              constant(20), constant(4000), local=True),
-        Rule("figure", f"{STAGES}.stages_results:figure", panel_params,
+        Rule("figure", "workflow_lib.figures:figure", panel_params,
              constant(10), constant(2000), local=True),
         Rule("claims", f"{STAGES}.stages_results:claims", no_params,
              constant(10), constant(2000), local=True),
@@ -101,31 +112,32 @@ STUDY = Study(
             "plm", "replica", "sample_complexity", "sample_complexity_summary",
             "sample_complexity_threshold"),
     panels=(
-        Panel("fig2a", ("training_history",),
+        Panel("fig2a", ("training_history",), f"{DRAW}:fig2a_test_loss",
               "Fig. 2a: test loss (cross-entropy, nats per masked site) vs training epoch for "
               "factored attention and vanilla transformers with 1 and 3 layers on realisation 0; "
               "the dashed line is the optimal loss of the true Potts conditionals on the same "
               "test sequences."),
-        Panel("fig2b", (),
+        Panel("fig2b", (), f"{DRAW}:fig2b_from_models",
               "Fig. 2b: the interaction matrix J and the attention maps of the vanilla 1- and "
               "3-layer transformers (masked token's attention, averaged over test sequences; 3 "
               "layers: mean of the last two) and of factored attention, each after the best "
-              "scalar fit to J."),
-        Panel("fig2c", ("training_history",),
+              "scalar fit to J.", _has_fig2b),
+        Panel("fig2c", ("training_history",), f"{DRAW}:fig2c_reconstruction",
               "Fig. 2c: normalised reconstruction error ||J - c*A||^2/||J||^2 of the attention "
               "map vs epoch (mean and standard error over realisations)."),
-        Panel("fig2d", ("training_final",),
+        Panel("fig2d", ("training_final",), f"{DRAW}:fig2d_interpolation",
               "Fig. 2d: final test loss minus the optimal loss (paired per realisation) of the "
               "single layer that mixes positions into the attention and colours into the values "
               "with weight a (a = 0: factored attention exactly; a = 1: the same bilinear layer "
               "at full mixing, still without a softmax); mean and standard error over "
               "realisations. For a > 0 the model contains factored attention, so any gap is "
-              "optimisation or overfitting."),
-        Panel("fig3_left", ("replica",),
+              "optimisation or overfitting.", _has_fig2d),
+        Panel("fig3_left", ("replica",), f"{DRAW}:fig3_left_replica",
               "Fig. 3 left: generalisation error of the square-loss masked-site regression in the "
               "Gaussian model; lines are the replica theory (saddle point), points the "
               "closed-form ridge / minimum-norm simulations (mean and standard error)."),
         Panel("fig3_right", ("sample_complexity", "sample_complexity_threshold"),
+              f"{DRAW}:fig3_right_sample_complexity",
               "Fig. 3 right: test loss of factored attention (cross-entropy, small l2, full-batch "
               "L-BFGS to a gradient tolerance) on Potts data vs the number of training sequences "
               "per site M/L; mean and standard error over realisations. The dotted line marks "

@@ -1,5 +1,5 @@
-"""Stages ``aggregate`` (the Potts paper's tables), ``figure`` (one panel, PNG and PDF) and
-``claims`` (the claims table)."""
+"""Stages ``aggregate`` (the Potts paper's tables) and ``claims`` (the claims table); its panels
+are drawn by ``workflow_lib.figures``."""
 
 from __future__ import annotations
 
@@ -9,22 +9,11 @@ import pandas as pd
 
 from workflow_lib.artefacts import write_csv
 from workflow_lib.claims import log_claims
-from workflow_lib.plotting import save_figure
 from workflow_lib.registry import Job
-from workflow_lib.studies.potts_paper import figures, tables
+from workflow_lib.studies.potts_paper import tables
 from workflow_lib.studies.potts_paper.claims import potts_claims
-from workflow_lib.studies.potts_paper.registry import STUDY
 
 log = logging.getLogger("workflow_lib.stages")
-
-DRAW = {  # panel -> its drawing function, called with the panel's tables (its registry entry)
-    "fig2a": figures.fig2a_test_loss,
-    "fig2c": figures.fig2c_reconstruction,
-    "fig2d": figures.fig2d_interpolation,
-    "fig3_left": figures.fig3_left_replica,
-    "fig3_right": figures.fig3_right_sample_complexity,
-}
-
 
 def aggregate(job: Job) -> None:
     """Write the tidy tables of every stage's artefacts (CSV; ``potts_paper.tables``); one warning
@@ -34,20 +23,6 @@ def aggregate(job: Job) -> None:
         log.warning("%s", line)
     for name, df in built.items():
         write_csv(df, job.output[name])
-
-
-def figure(job: Job) -> None:
-    """Draw panel ``params['panel']`` from the tables (Fig. 2b: from the trained models of
-    realisation 0) and save it as PNG and PDF."""
-    panel = job.params["panel"]
-    if panel == "fig2b":
-        fig = figures.fig2b_attention_maps(*tables.attention_maps(job.input["models"]))
-    elif panel in DRAW:
-        names = STUDY.panel(panel).tables
-        fig = DRAW[panel](*(pd.read_csv(job.input[name]) for name in names))
-    else:
-        raise ValueError(f"unknown figure panel {panel!r}")
-    save_figure(fig, job.output)
 
 
 def claims(job: Job) -> None:

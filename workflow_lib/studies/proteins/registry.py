@@ -8,6 +8,7 @@ from __future__ import annotations
 from workflow_lib.registry import Panel, Rule, Study, constant, no_params, panel_params
 
 STAGES = "workflow_lib.studies.proteins"
+DRAW = f"{STAGES}.figures"
 DATA_KEYS = ("max_gap_column", "max_gap_sequence", "identity", "held_out", "realisations")
 COUPLING_FIT_KEYS = ("fields", "lambdas", "restarts", "max_iter", "grad_tol")
 DISTANCE_KIND = "distance"  # a family's distance_kind when its config entry gives none
@@ -50,7 +51,7 @@ STUDY = Study(
              constant(10), constant(2000), local=True),
         Rule("protein_claims", f"{STAGES}.stages_results:protein_claims", no_params,
              constant(10), constant(2000), local=True),
-        Rule("protein_figure", f"{STAGES}.stages_results:protein_figure", panel_params,
+        Rule("protein_figure", "workflow_lib.figures:figure", panel_params,
              constant(10), constant(2000), local=True),
     ),
     tables=("models", "family_models", "curves", "pairs", "families"),
@@ -58,12 +59,12 @@ STUDY = Study(
     claims_of="workflow_lib.studies.proteins.claims:claims_table",
     page_tables=("family_models",),
     panels=(
-        Panel("protein_precision", ("curves",),
+        Panel("protein_precision", ("curves",), f"{DRAW}:precision_vs_rank",
               "Protein families: precision of the top-ranked residue pairs (|i - j| >= "
               "proteins.contacts.min_separation, distance below proteins.contacts.threshold) "
               "against their rank divided by L, per model (mean over held-out splits, band: "
               "s.e.m.)."),
-        Panel("protein_contacts", ("pairs",),
+        Panel("protein_contacts", ("pairs",), f"{DRAW}:contact_maps",
               "Protein families: true contacts (grey, lower triangle) and each model's top-L "
               "predicted pairs (upper triangle: true positives and false positives), first "
               "held-out split."),

@@ -1,0 +1,130 @@
+"""What a new study adds and edits: a one-rule toy study, with its own config section, created in
+a copy of the repository and run with Snakemake. ``ADDED`` and ``EDITED`` are the measured answer
+(the study's folder, its rules file, its name in ``STUDY_NAMES`` and its ``include:`` line); the
+test fails when the copy differs from the repository in any other file. Generated pages
+(``docs/configuration.md``, by ``python -m workflow_lib docs``) are regenerated, not edited."""
+
+from __future__ import annotations
+
+import filecmp
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tests.conftest import ROOT
+from tests.workflow_runs import WORKFLOW_FILES, repo_copy, snakemake_in
+
+pytestmark = pytest.mark.slow
+
+TOY = "workflow_lib/studies/toy"
+
+ADDED = {
+    f"{TOY}/__init__.py": '"""A toy study: the squares of the first integers."""\n',
+    f"{TOY}/registry.py": '''"""The toy study's one rule, its table and its claims."""
+
+from workflow_lib.registry import Rule, Study, constant
+
+STUDY = Study(
+    name="toy",
+    title="Toy",
+    paper="none",
+    rules=(Rule("toy_squares", "workflow_lib.studies.toy.stages:squares",
+                lambda cfg, wc: {"toy": cfg["toy"]}, constant(1), constant(100), local=True),),
+    tables=("squares",),
+    panels=(),
+    claims="toy/claims.csv",
+    claims_of="workflow_lib.studies.toy.stages:claims",
+)
+''',
+    f"{TOY}/stages.py": '''"""Stage ``toy_squares``: a table of squares; the claims on it."""
+
+import pandas as pd
+
+from workflow_lib.artefacts import write_csv
+from workflow_lib.registry import Job
+
+
+def squares(job: Job) -> None:
+    n = pd.Series(range(job.params["toy"]["n"]))
+    write_csv(pd.DataFrame({"n": n, "square": n * n}), job.output["squares"])
+
+
+def claims(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    squares = tables["squares"]
+    holds = bool((squares["square"] == squares["n"] ** 2).all())
+    return pd.DataFrame({"id": ["squares"], "verdict": ["holds" if holds else "fails"]})
+''',
+    f"{TOY}/config.schema.json": """{"properties": {"toy": {
+  "type": "object", "additionalProperties": false, "default": {},
+  "description": "The toy study.",
+  "properties": {"n": {"type": "integer", "minimum": 1, "default": 3,
+                       "description": "How many squares."}}}}}
+""",
+    "rules/toy.smk": '''TOY = STUDY["toy"]
+
+
+rule toy_squares:
+    output:
+        squares=f"{RESULTS}/{TOY.table_path('squares')}",
+    log:
+        f"{LOGS}/toy/squares.log",
+    benchmark:
+        f"{BENCHMARKS}/toy/squares.tsv"
+    localrule: True
+    params:
+        **stage_params("toy_squares"),
+    threads: threads("toy_squares")
+    resources:
+        **resources("toy_squares"),
+    conda:
+        ENV
+    shell:
+        STAGE
+''',
+}
+# file -> (the text it has, the text it gets)
+EDITED = {
+    "workflow_lib/registry.py": ('"omniglot", "proteins")', '"omniglot", "proteins", "toy")'),
+    "Snakefile": ('include: "rules/proteins.smk"\n',
+                  'include: "rules/proteins.smk"\ninclude: "rules/toy.smk"\n'),
+}
+
+
+def _files(root: Path) -> set[str]:
+    """The files of the workflow under ``root`` (what a workflow copy holds), relative."""
+    out = set()
+    for name in (*WORKFLOW_FILES, "workflow_lib"):
+        top = root / name
+        for path in [top] if top.is_file() else top.rglob("*"):
+            if path.is_file() and "__pycache__" not in path.parts:
+                out.add(str(path.relative_to(root)))
+    return out
+
+
+def test_a_new_study_is_its_folder_its_rules_file_and_two_lines(tmp_path):
+    wd = repo_copy(tmp_path / "wf")
+    for rel, text in ADDED.items():
+        (wd / rel).parent.mkdir(parents=True, exist_ok=True)
+        (wd / rel).write_text(text)
+    for rel, (old, new) in EDITED.items():
+        before = (wd / rel).read_text()
+        assert before.count(old) == 1, rel
+        (wd / rel).write_text(before.replace(old, new))
+    # the measurement: every file the copy adds or changes is in ADDED or EDITED
+    copy, repo = _files(wd), _files(ROOT)
+    assert copy - repo == set(ADDED)
+    changed = {rel for rel in copy & repo if not filecmp.cmp(wd / rel, ROOT / rel, shallow=False)}
+    assert changed == set(EDITED)
+
+    (wd / "tiny.yaml").write_text("results: results\ntoy: {n: 4}\n")
+    run = snakemake_in(wd, "results/toy/squares.csv", timeout=600)
+    assert run.returncode == 0, (run.stdout + run.stderr)[-3000:]
+    table = pd.read_csv(wd / "results/toy/squares.csv")
+    assert table["square"].tolist() == [0, 1, 4, 9]  # n = 4
+    assert (wd / "results/logs/toy/squares.log").exists()
+    assert (wd / "results/benchmarks/toy/squares.tsv").exists()
+    # the study's config section is validated like the others: one line naming the key
+    (wd / "tiny.yaml").write_text("results: results\ntoy: {n: 0}\n")
+    bad = snakemake_in(wd, "results/toy/squares.csv", "-n", timeout=600)
+    assert bad.returncode != 0 and "toy.n" in bad.stderr, bad.stderr[-2000:]
