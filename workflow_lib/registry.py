@@ -118,8 +118,9 @@ class Study:
     citation), ``rules``, ``tables`` (the CSV files its tables rule writes, beside its claims
     table), ``panels``, ``claims`` (its claims table, relative to the results folder),
     ``claims_of`` (``'module:function'`` that computes the claims table from the tables: a dict
-    of table name -> DataFrame) and ``page_tables`` (the names of the tables shown whole on its
-    results pages)."""
+    of table name -> DataFrame), ``page_tables`` (the names of the tables shown whole on its
+    results pages) and ``folders`` (the top folders of the results its rules write, where
+    Snakemake's benchmarks of its jobs mirror them; default: the study's name)."""
 
     name: str
     title: str
@@ -130,6 +131,7 @@ class Study:
     claims: str
     claims_of: str
     page_tables: tuple[str, ...] = ()
+    folders: tuple[str, ...] = ()
 
     def table_path(self, name: str) -> str:
         """The path of table ``name``, relative to the results folder (beside the claims)."""

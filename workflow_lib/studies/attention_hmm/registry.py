@@ -76,6 +76,7 @@ STUDY = Study(
     tables=("accuracy", "order_parameters", "pc_overlaps", "diagnostics"),
     claims="paths/tables/claims.csv",
     claims_of="workflow_lib.studies.attention_hmm.claims:hmm_claims",
+    folders=("paths",),
     panels=(
         Panel("paths_fig2c", ("accuracy", "order_parameters"), f"{DRAW}:fig2c",
               "Attention paths, Fig. 2c: test accuracy vs width N on the hidden-Markov-chain task "

@@ -108,6 +108,7 @@ STUDY = Study(
     ),
     claims="tables/claims.csv",
     claims_of="workflow_lib.studies.potts_paper.claims:potts_claims",
+    folders=("potts", "train", "plm", "sample_complexity", "theory", "tables"),
     tables=("data", "training_history", "training_final", "training_restarts", "training_summary",
             "plm", "replica", "sample_complexity", "sample_complexity_summary",
             "sample_complexity_threshold"),
