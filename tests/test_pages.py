@@ -107,8 +107,10 @@ def test_a_results_page_shows_its_page_tables_and_measured_job_costs(tmp_path):
     results = tmp_path / "results"
     (results / "proteins" / "tables").mkdir(parents=True)
     (results / study.claims).write_text(
-        "id,study,figure,statement,paper,measured,error,n,criterion,verdict\n"
-        "proteins.x,proteins,f,s,,0.1,0.01,4,c,holds\n")
+        "id,kind,study,figure,statement,paper,measured,error,n,unit,test,statistic,p,p_exact,"
+        "criterion,verdict\nproteins.x,claim,proteins,f,s,,0.1,0.01,4,family,t,1,0.01,,c,holds\n")
+    for name in study.tables:
+        (results / study.table_path(name)).write_text("x\n1\n")
     (results / "proteins" / "tables" / "family_models.csv").write_text(
         "family,model,P@L,P@k_random,contacts\nA,plmdca,0.8125,0.3333,d < 8 Å\n")
     for job, seconds, rss, cpu in (("proteins/A/r0/plmdca", 12.5, 300.0, 11.0),
