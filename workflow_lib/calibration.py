@@ -60,10 +60,6 @@ def _mcnemar(rng: np.random.Generator, n: int, effect: bool) -> c.Test:
     return c.paired_binary(outcome < 2, (outcome == 0) | (outcome == 2))
 
 
-def _signs(rng: np.random.Generator, n: int, effect: bool) -> c.Test:
-    return c.signs(rng.normal(1.0 if effect else 0.0, 1.0, n), 0.0)
-
-
 def _iut(rng: np.random.Generator, n: int, effect: bool) -> c.Test:
     """A peak: a rise and a fall; without effect, the fall is absent (the least favourable
     null: the rise is large)."""
@@ -77,7 +73,6 @@ KINDS = (
     Kind("TOST within +-1", "mean 0, s.d. 0.5 (null: mean at the bound)", _equivalent),
     Kind("Fisher z above r = 0.95", "z shifted by 1 s.d.", _fisher),
     Kind("McNemar exact (10 n episodes)", "discordant 0.3 vs 0.1 (null 0.2 vs 0.2)", _mcnemar),
-    Kind("exact sign test", "median / s.d. = 1", _signs),
     Kind("intersection-union (rise and fall)", "fall / s.d. = 1 (null: no fall)", _iut),
 )
 

@@ -20,7 +20,6 @@ At level ``ALPHA`` (one-sided):
 - ``correlation_above`` / ``correlation_gap``: correlations on the Fisher-z scale.
 - ``paired_binary``: paired successes of two methods on the same episodes, the exact binomial
   test of the discordant pairs (McNemar).
-- ``signs``: the exact sign test on per-unit values (a location that is a grid point).
 - ``every``: a protocol check, each unit passes or fails; it holds when every unit passes.
 - ``all_of``: an intersection-union test ("a rise and a fall", "better than every a"): it holds
   when every part holds, without a correction; its p is the largest of theirs.
@@ -97,9 +96,17 @@ def _t_one_sided(x: np.ndarray) -> tuple[float, float, float]:
     return mean, sem, mean / sem
 
 
-def _side(p: float, p_exact: float, n: int) -> bool:
-    """One side is significant: its t p below ALPHA, and its exact p too where it can be."""
-    return p < ALPHA and (n < EXACT_FROM or p_exact <= ALPHA)
+def _t_sides(x: np.ndarray, bound: float) -> tuple[float, float, float, float, float]:
+    """(mean of ``x - bound``, s.e.m., t, p of "above the bound", p of "below the bound")."""
+    mean, sem, t = _t_one_sided(x - bound)
+    return mean, sem, t, float(stats.t.sf(t, len(x) - 1)), float(stats.t.cdf(t, len(x) - 1))
+
+
+def _side(p: float, shifted: np.ndarray) -> bool:
+    """One side is significant: its t p below ALPHA, and from ``EXACT_FROM`` units on the exact
+    signed-rank p of ``shifted`` (the values minus the bound, signed towards that side) too; the
+    exact p is computed only when the t p leaves it to decide."""
+    return p < ALPHA and (len(shifted) < EXACT_FROM or signed_rank_p(shifted) <= ALPHA)
 
 
 def greater(values: Values, bound: float = 0.0) -> Test:
@@ -110,11 +117,10 @@ def greater(values: Values, bound: float = 0.0) -> Test:
     if n < 2:
         value = float(x[0]) if n else math.nan
         return Test("one-sided t", value, math.nan, n, math.nan, math.nan, math.nan, NOT_RESOLVED)
-    mean, sem, t = _t_one_sided(x - bound)
-    p_up, p_down = float(stats.t.sf(t, n - 1)), float(stats.t.cdf(t, n - 1))
-    e_up, e_down = signed_rank_p(x - bound), signed_rank_p(bound - x)
-    verdict = (HOLDS if _side(p_up, e_up, n) else FAILS if _side(p_down, e_down, n)
-               else NOT_RESOLVED)
+    mean, sem, t, p_up, p_down = _t_sides(x, bound)
+    e_up = signed_rank_p(x - bound)
+    verdict = (HOLDS if p_up < ALPHA and (n < EXACT_FROM or e_up <= ALPHA)
+               else FAILS if _side(p_down, bound - x) else NOT_RESOLVED)
     return Test("one-sided t", mean + bound, sem, n, t, p_up, e_up, verdict)
 
 
@@ -132,13 +138,17 @@ def equivalent(values: Values, delta: float) -> Test:
     if n < 2:
         value = float(x[0]) if n else math.nan
         return Test("TOST", value, math.nan, n, math.nan, math.nan, math.nan, NOT_RESOLVED)
-    above_low, below_high = greater(x, -delta), less(x, delta)
-    p = max(above_low.p, below_high.p)
-    outside = less(x, -delta).verdict == HOLDS or greater(x, delta).verdict == HOLDS
-    binding = above_low if above_low.p >= below_high.p else below_high
-    verdict = HOLDS if p < ALPHA else FAILS if outside else NOT_RESOLVED
-    return Test("TOST", float(x.mean()), binding.error, n, binding.statistic, p, math.nan,
-                verdict)
+    _, sem_low, t_low, above_low, below_low = _t_sides(x, -delta)
+    _, sem_high, t_high, above_high, below_high = _t_sides(-x, -delta)
+    p = max(above_low, above_high)  # above -delta, and -x above -delta: x below +delta
+    if p < ALPHA:
+        verdict = HOLDS
+    elif _side(below_low, -delta - x) or _side(below_high, x - delta):
+        verdict = FAILS  # significantly below -delta or above +delta
+    else:
+        verdict = NOT_RESOLVED
+    sem, statistic = (sem_low, t_low) if above_low >= above_high else (sem_high, -t_high)
+    return Test("TOST", float(x.mean()), sem, n, statistic, p, math.nan, verdict)
 
 
 def _fisher(r: Values) -> np.ndarray:
@@ -178,21 +188,6 @@ def paired_binary(a: Values, b: Values) -> Test:
     p_down = float(stats.binom.sf(only_b - 1, discordant, 0.5))
     verdict = HOLDS if p_up < ALPHA else FAILS if p_down < ALPHA else NOT_RESOLVED
     return Test("McNemar exact", diff, error, n, float(only_a), p_up, math.nan, verdict)
-
-
-def signs(values: Values, bound: float) -> Test:
-    """The exact sign test of "the per-unit ``values`` lie above ``bound``" (units at the bound
-    dropped); the value is the median."""
-    x = _finite(values)
-    up, down = int(np.sum(x > bound)), int(np.sum(x < bound))
-    median = float(np.median(x)) if len(x) else math.nan
-    if up + down == 0:
-        return Test("exact sign test", median, math.nan, len(x), 0.0, math.nan, math.nan,
-                    NOT_RESOLVED)
-    p_up = float(stats.binom.sf(up - 1, up + down, 0.5))
-    p_down = float(stats.binom.sf(down - 1, up + down, 0.5))
-    verdict = HOLDS if p_up < ALPHA else FAILS if p_down < ALPHA else NOT_RESOLVED
-    return Test("exact sign test", median, math.nan, len(x), float(up), p_up, p_up, verdict)
 
 
 def every(passes: Values, values: Values | None = None) -> Test:
