@@ -59,7 +59,8 @@ def paired_equivalent(a: np.ndarray, b: np.ndarray, delta: float) -> c.Test:
     episodes (``a``, ``b``: 0/1 per episode) differ by less than ±``delta``", on the per-episode
     differences; does not hold when the difference lies significantly beyond ±delta. With the
     thousands of episodes of a test set the t-distribution of a mean of bounded differences is
-    accurate, and ``c.equivalent``'s exact signed-rank p (its cost grows as n^3) is left out."""
+    accurate, so "beyond ±delta" is the t's alone: ``c.equivalent`` also asks the exact
+    signed-rank p there, whose cost grows as n^3."""
     d = np.asarray(a, float) - np.asarray(b, float)
     n = len(d)
     if n < 2:
