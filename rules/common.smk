@@ -48,20 +48,24 @@ os.environ.update(PATH=os.pathsep.join([os.path.dirname(sys.executable),
                                          os.environ.get("PATH", os.defpath)]))
 
 
-def stage_params(name):
-    """The params of the registered ``name`` (a dict): ``stage`` (the stage it runs), ``job`` (the
+def stage_params(name, **fixed):
+    """The params of the registered ``name`` (a dict), its wildcards completed by ``fixed`` (the
+    ``realisations`` of a chunk's rule): ``stage`` (the stage it runs), ``job`` (the
     ``--job`` JSON: input/output paths, config slice, threads), ``code`` (the digest of the
     package files its stage function imports, transitively, and for a figure job those of its
     panel's draw function: a code edit re-runs exactly the jobs whose code reaches it) and ``config`` (the digest of its config slice for the wildcards: a
     config edit re-runs exactly the jobs whose slice it changes)."""
     entry = REGISTRY[name]
 
+    def values(wildcards):
+        return {**dict(wildcards.items()), **fixed}
+
     def job(wildcards, input, output, threads):
         return json.dumps(
             {
                 "input": dict(input.items()),
                 "output": dict(output.items()),
-                "params": entry.params(CFG, dict(wildcards.items())),
+                "params": entry.params(CFG, values(wildcards)),
                 "threads": threads,
                 "device": entry.device(CFG),
             },
@@ -72,10 +76,10 @@ def stage_params(name):
     # it changes (``job`` also reads the input and output paths, and Snakemake leaves such params
     # out of its params trigger)
     def config_slice(wildcards):
-        return digest(entry.params(CFG, dict(wildcards.items())))
+        return digest(entry.params(CFG, values(wildcards)))
 
     def code(wildcards):
-        return "+".join(map(code_digest, stage_code(name, dict(wildcards.items()))))
+        return "+".join(map(code_digest, stage_code(name, values(wildcards))))
 
     return {"stage": name, "job": job, "code": code, "config": config_slice}
 
@@ -91,15 +95,16 @@ def threads(name):
     return THREADS if REGISTRY[name].threaded else 1
 
 
-def resources(name):
-    """Runtime (minutes) and memory (MB) of rule ``name`` from its registry entry, growing with
-    the attempt; with ``compute.gpu``, for the rules that use one, a GPU (``gpu``, and
+def resources(name, **fixed):
+    """Runtime (minutes) and memory (MB) of rule ``name`` from its registry entry (its wildcards
+    completed by ``fixed``, as in ``stage_params``), growing with the attempt; with ``compute.gpu``, for the rules that use one, a GPU (``gpu``, and
     ``compute.gpu_model`` and ``compute.gpu_partition`` when set: the SLURM executor plugin's
     ``gpu_model`` and ``slurm_partition``)."""
     entry = REGISTRY[name]
 
     def amount(key):
-        return lambda wildcards, attempt: entry.resources(CFG, dict(wildcards.items()), attempt)[key]
+        return lambda wildcards, attempt: entry.resources(
+            CFG, {**dict(wildcards.items()), **fixed}, attempt)[key]
 
     gpu = {}
     if entry.gpu and CFG["compute"]["gpu"]:

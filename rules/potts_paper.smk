@@ -4,6 +4,7 @@
 # workflow_lib/studies/potts_paper/registry.py.
 
 from workflow_lib.mlm.architectures import FIG2B, PLM_KINDS, interpolated, wildcard_pattern
+from workflow_lib.registry import chunk_label, chunk_rule, chunks
 
 POTTS = STUDY["potts_paper"]
 ARCHS = CFG["training"]["architectures"] + [
@@ -50,26 +51,33 @@ rule sample:
         STAGE
 
 
-rule train:
-    input:
-        samples=rules.sample.output.samples,
-    output:
-        model=f"{RESULTS}/train/{{arch}}/r{{r}}.h5",
-    log:
-        f"{LOGS}/train/{{arch}}/r{{r}}.log",
-    benchmark:
-        f"{BENCHMARKS}/train/{{arch}}/r{{r}}.tsv"
-    wildcard_constraints:
-        arch=wildcard_pattern(),
-    params:
-        **stage_params("train"),
-    threads: threads("train")
-    resources:
-        **resources("train"),
-    conda:
-        ENV
-    shell:
-        STAGE
+# Training: one rule per chunk of realisations (compute.realisations_per_job; a rule's outputs
+# are fixed patterns): train_r0, train_r1, ... or train_r0_9, ..., each job fitting its chunk's
+# realisations of one architecture side by side in one program, one artefact per realisation.
+for chunk in chunks(REALISATIONS, CFG["compute"]["realisations_per_job"]):
+
+    rule:
+        name:
+            chunk_rule("train", chunk)
+        input:
+            **{f"samples_r{r}": f"{RESULTS}/potts/r{r}/samples.h5" for r in chunk},
+        output:
+            **{f"model_r{r}": f"{RESULTS}/train/{{arch}}/r{r}.h5" for r in chunk},
+        log:
+            f"{LOGS}/train/{{arch}}/{chunk_label(chunk)}.log",
+        benchmark:
+            f"{BENCHMARKS}/train/{{arch}}/{chunk_label(chunk)}.tsv"
+        wildcard_constraints:
+            arch=wildcard_pattern(),
+        params:
+            **stage_params("train", realisations=chunk),
+        threads: threads("train")
+        resources:
+            **resources("train", realisations=chunk),
+        conda:
+            ENV
+        shell:
+            STAGE
 
 
 rule plm:

@@ -20,7 +20,7 @@ import yaml
 from tests.slurm_cluster import ClusterError, slurm_unavailable, start_cluster
 from tests.workflow_runs import TINY
 from workflow_lib.config import ConfigError, load_config, merge
-from workflow_lib.registry import rules
+from workflow_lib.registry import registered, rules
 
 REPO = Path(__file__).resolve().parents[1]
 PY = sys.executable
@@ -113,6 +113,12 @@ def dry_run_jobs(text: str) -> list[tuple[str, dict]]:
     return jobs
 
 
+def chunk_of(rule: str) -> list[int]:
+    """The realisations of a chunk's rule (``registry.chunk_rule``): ``train_r0_9``: 0 to 9."""
+    first, last = re.search(r"_r(\d+)(?:_(\d+))?$", rule).groups()
+    return list(range(int(first), int(last or first) + 1))
+
+
 # --- profile and per-rule resources: no cluster needed ---------------------------------------
 
 
@@ -161,10 +167,12 @@ def test_dry_run_resources(tmp_path, gpu):
     registry = rules()
     jobs = [(rule, job) for rule, job in dry_run_jobs(out)
             if rule not in ("all", "omniglot", "proteins")]
-    assert {rule for rule, _ in jobs} == set(registry), sorted(rule for rule, _ in jobs)
+    assert {registered(rule) for rule, _ in jobs} == set(registry), sorted(r for r, _ in jobs)
     for rule, job in jobs:
-        entry, res = registry[rule], job["resources"]
-        want = entry.resources(full, job["wildcards"], attempt=1)
+        entry, res = registry[registered(rule)], job["resources"]
+        wildcards = job["wildcards"] | ({"realisations": chunk_of(rule)} if rule != entry.name
+                                        else {})
+        want = entry.resources(full, wildcards, attempt=1)
         assert res.get("runtime") == str(want["runtime"]), (rule, res, want)
         assert res.get("mem_mb") == str(want["mem_mb"]), (rule, res, want)
         assert job["threads"] == (3 if entry.threaded else 1), (rule, job)
@@ -178,8 +186,8 @@ def test_dry_run_resources(tmp_path, gpu):
 def test_resources_grow_with_the_preset_and_the_attempt():
     quick = load_config(yaml.safe_load((REPO / "config.yaml").read_text()))
     paper = load_config(yaml.safe_load((REPO / "config" / "paper.yaml").read_text()))
-    wildcards = {"r": "0", "arch": "factored", "kind": "full", "panel": "fig2a",
-                 "experiment": "four_paths", "N": "10"}
+    wildcards = {"r": "0", "realisations": [0], "arch": "factored", "kind": "full",
+                 "panel": "fig2a", "experiment": "four_paths", "N": "10"}
     for name, entry in rules().items():
         first, second = (entry.resources(quick, wildcards, k) for k in (1, 2))
         assert first["runtime"] >= 1 and first["mem_mb"] >= 500, (name, first)

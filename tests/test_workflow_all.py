@@ -4,11 +4,14 @@ The run is the session's shared ``tiny_run`` (``tests/conftest.py``), which the 
 fault tests read too.
 """
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
 
-from tests.workflow_runs import snakemake_in
+from tests.test_mlm import BATCHED_RTOL
+from tests.workflow_runs import clone, snakemake_in
+from workflow_lib.artefacts import MLM_TRAIN, read_artefact
 from workflow_lib.config import load_config
 from workflow_lib.registry import studies
 
@@ -38,3 +41,27 @@ def test_default_target_builds_every_figure(tiny_run):
         assert (tiny_run / f"results/benchmarks/{stage}.tsv").exists()
     again = snakemake_in(tiny_run, "-n")
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
+
+
+def test_chunked_training_jobs_give_the_same_models(tiny_run, tmp_path):
+    """With ``compute.realisations_per_job: 2`` one job per architecture (rule ``train_r0_1``)
+    fits both realisations side by side and writes the same per-realisation artefacts as the
+    one-realisation jobs of the session's run, within ``BATCHED_RTOL`` (float32 rounding)."""
+    wd = clone(tiny_run, tmp_path / "chunked")
+    cfg = yaml.safe_load((wd / "tiny.yaml").read_text())
+    (wd / "tiny.yaml").write_text(yaml.safe_dump(
+        {**cfg, "compute": {**cfg["compute"], "realisations_per_job": 2}}))
+    archs = ("factored", "vanilla1", "interp-a0", "interp-a1")
+    models = [f"results/train/{a}/r{r}.h5" for a in archs for r in (0, 1)]
+    run = snakemake_in(wd, *models, "--forcerun", "train_r0_1")
+    assert run.returncode == 0, (run.stdout + run.stderr)[-5000:]
+    assert (run.stdout + run.stderr).count("rule train_r0_1:") == len(archs)
+    for path in models:
+        alone, together = (read_artefact(root / path, MLM_TRAIN) for root in (tiny_run, wd))
+        assert (alone.attrs["realisations_per_program"],
+                together.attrs["realisations_per_program"]) == (1, 2)
+        for name in ("train_loss", "test_loss", "recon_error"):
+            np.testing.assert_allclose(together.attrs[name], alone.attrs[name],
+                                       rtol=BATCHED_RTOL, err_msg=f"{path} {name}")
+        np.testing.assert_allclose(together["history/test_loss"], alone["history/test_loss"],
+                                   rtol=BATCHED_RTOL, err_msg=path)

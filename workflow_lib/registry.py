@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import importlib
 import math
-from collections.abc import Callable, Mapping
+import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -196,6 +197,29 @@ def panel(name: str) -> Panel:
     if len(found) != 1:
         raise KeyError(f"{len(found)} studies have a panel {name!r}; expected one")
     return found[0]
+
+
+def chunks(realisations: Sequence[int], size: int) -> list[list[int]]:
+    """``realisations`` in consecutive chunks of ``size`` (the last may be shorter): the
+    realisations one job of a chunked rule fits side by side (``compute.realisations_per_job``)."""
+    return [list(realisations[i:i + size]) for i in range(0, len(realisations), size)]
+
+
+def chunk_label(chunk: Sequence[int]) -> str:
+    """``r3`` for one realisation, ``r0-9`` for a chunk: the name of its log and benchmark."""
+    return f"r{chunk[0]}" if len(chunk) == 1 else f"r{chunk[0]}-{chunk[-1]}"
+
+
+def chunk_rule(name: str, chunk: Sequence[int]) -> str:
+    """The Snakemake rule of registered rule ``name`` for ``chunk``: ``train_r3``,
+    ``train_r0_9`` (one rule per chunk, since a rule's outputs are fixed patterns)."""
+    return f"{name}_{chunk_label(chunk).replace('-', '_')}"
+
+
+def registered(rule: str) -> str:
+    """The registered rule a Snakemake rule runs: ``rule`` itself, or for a chunk's rule
+    (``chunk_rule``) the name it was made from."""
+    return re.sub(r"_r\d+(_\d+)?$", "", rule)
 
 
 def stage_code(name: str, wildcards: Wildcards) -> tuple[str, ...]:

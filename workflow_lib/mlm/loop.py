@@ -1,7 +1,8 @@
 """The training loop of masked-language-model training as one ``jit``-compiled device program
 (``run``): initialisation, a ``lax.scan`` over epochs (each a ``lax.scan`` over mini-batch
-steps) for ``R`` restarts side by side, the evaluation inside, the optimal loss and the final
-``c*`` fits. Progress goes to the host through ``jax.debug.callback``.
+steps) for ``R`` restarts of each of ``K`` problems (realisations) side by side, the evaluation
+inside, the optimal loss and the final ``c*`` fits. Progress goes to the host through
+``jax.debug.callback``.
 
 Initialisation, training and metrics are traced with 32-bit defaults (``jax.enable_x64(False)``);
 the optimal loss and ``c*`` run in float64. The program keeps few random draws (each call site
@@ -57,41 +58,48 @@ def train_restarts(
     params: Params, keys: Array, train: Array, test: Array, heldout: Array, J: Array,
     optimum: Array,
 ) -> tuple[Params, dict[str, Array], Array]:
-    """Train ``R = plan.restarts`` restarts side by side on ``train: (M, L)``, evaluating on
-    ``test: (M_test, L)`` (``heldout: (M_test,)``, ``J: (L, L)``: ``evaluation.evaluate``).
-    ``params``, ``keys``: leading restart axis ``R``; ``optimum`` is only logged.
+    """Train ``R = plan.restarts`` restarts of each of ``K`` problems side by side: problem ``k``
+    trains on ``train[k]: (M, L)`` and is evaluated on ``test[k]: (M_test, L)`` (``heldout[k]:
+    (M_test,)``, ``J[k]: (L, L)``: ``evaluation.evaluate``). ``params``, ``keys``: leading axes
+    ``(K, R)``; ``optimum: (K,)`` is only logged.
 
-    Returns the final params, the per-epoch metrics ``HISTORY_KEYS``, each ``(epochs, R)`` (NaN
-    on epochs that are not evaluated), and the last evaluated attention maps ``(R, L, L)``.
+    Returns the final params, the per-epoch metrics ``HISTORY_KEYS``, each ``(epochs, K, R)``
+    (NaN on epochs that are not evaluated), and the last evaluated attention maps ``(K, R, L, L)``.
     """
-    evaluate_all = over_restarts(spec, lambda p: evaluate(spec, p, test, heldout, J))
+    K = train.shape[0]
+
+    def evaluate_problem(p, test, heldout, J):  # one problem, its R restarts
+        return over_restarts(spec, lambda q: evaluate(spec, q, test, heldout, J))(p)
 
     def objective(p, seqs, sites):
         data = mlm_loss(spec, p, seqs, sites)
         return data + plan.l2 * sq_norm(p), data
 
-    def epoch(state, key):  # one restart
+    def epoch(state, key, seqs):  # one restart of one problem
         def step(state, xs):
             params, opt_state = state
             i, sites = xs
-            (_, data), g = jax.value_and_grad(objective, has_aux=True)(params, train[i], sites)
+            (_, data), g = jax.value_and_grad(objective, has_aux=True)(params, seqs[i], sites)
             updates, opt_state = opt.update(g, opt_state, params)
             return (optax.apply_updates(params, updates), opt_state), data
 
-        state, losses = lax.scan(step, state, epoch_batches(spec, plan, key, train.shape[0]))
+        state, losses = lax.scan(step, state, epoch_batches(spec, plan, key, seqs.shape[0]))
         return state, jnp.mean(losses)
 
+    def problem_epoch(state, keys, seqs):  # one problem, its R restarts
+        return over_restarts(spec, lambda s, k: epoch(s, k, seqs))(state, keys)
+
     def skip(params, att):
-        return {k: jnp.full(plan.restarts, jnp.nan, att.dtype) for k in EVAL_KEYS}, att
+        return {k: jnp.full((K, plan.restarts), jnp.nan, att.dtype) for k in EVAL_KEYS}, att
 
     def body(carry, e):
         state, att = carry
-        epoch_keys = jax.vmap(jax.random.fold_in, (0, None))(keys, e)
-        state, train_loss = over_restarts(spec, epoch)(state, epoch_keys)
+        epoch_keys = jax.vmap(jax.vmap(jax.random.fold_in, (0, None)), (0, None))(keys, e)
+        state, train_loss = jax.vmap(problem_epoch)(state, epoch_keys, train)
         last = e + 1 == plan.epochs
         metrics, att = lax.cond(
             ((e + 1) % plan.eval_every == 0) | last,
-            lambda p, _: evaluate_all(p),
+            lambda p, _: jax.vmap(evaluate_problem)(p, test, heldout, J),
             skip,
             state[0],
             att,
@@ -104,8 +112,8 @@ def train_restarts(
         )
         return (state, att), metrics
 
-    state = (params, jax.vmap(opt.init)(params))
-    att = jnp.zeros((plan.restarts, spec.L, spec.L), J.dtype)
+    state = (params, jax.vmap(jax.vmap(opt.init))(params))
+    att = jnp.zeros((K, plan.restarts, spec.L, spec.L), J.dtype)
     ((params, _), att), history = lax.scan(body, (state, att), jnp.arange(plan.epochs))
     return params, history, att
 
@@ -114,25 +122,30 @@ def train_restarts(
 def run(spec: ArchSpec, opt: optax.GradientTransformation, plan: Plan, progress: Progress,
         key: Array, train: Array, test: Array, heldout: Array, J: Array, U: Array,
         beta: Array) -> tuple:  # fmt: skip
-    """The whole fit as one program: ``R`` random initialisations from ``key``, trained on
-    ``train: (M, L)`` and evaluated on ``test: (M_test, L)`` against the true model ``(J, U,
-    beta)``; ``heldout: (M_test,)`` bool, test sequences absent from the training set.
+    """``K`` fits as one program (``K`` problems of equal shapes: the realisations of a data set,
+    trained side by side): for problem ``k``, ``R`` random initialisations from ``key[k]``,
+    trained on ``train[k]: (M, L)`` and evaluated on ``test[k]: (M_test, L)`` against the true
+    model ``(J[k], U[k], beta[k])``; ``heldout[k]: (M_test,)`` bool, test sequences absent from
+    the training set. Problem ``k``'s numbers do not depend on the other problems (within
+    float32 rounding: XLA may order a batched reduction differently).
 
-    Returns the optimal test loss and, per restart (leading axis ``R``), the final params, the
-    history (``train_restarts``), the attention map ``(R, L, L)``, the training loss on all
-    sites ``(R,)`` (to choose the best restart) and the float64 ``reconstruction`` of the map,
-    three ``(R,)`` arrays.
+    Returns the optimal test loss ``(K,)`` and, per problem and restart (leading axes ``(K,
+    R)``), the final params, the attention map ``(K, R, L, L)``, the training loss on all sites
+    ``(K, R)`` (to choose the best restart) and the float64 ``reconstruction`` of the map, three
+    ``(K, R)`` arrays; the history is ``(epochs, K, R)`` (``train_restarts``).
     """
-    optimum = optimal_loss(test, J, U, beta)
+    optimum = jax.vmap(optimal_loss)(test, J, U, beta)
     with jax.enable_x64(False):
         key = jax.random.wrap_key_data(jax.random.key_data(key), impl=PRNG_IMPL)
-        k_init, k_train = jax.random.split(key, (2, plan.restarts))
-        params = jax.vmap(lambda k: init(spec, k))(k_init)
+        k_init, k_train = jnp.moveaxis(
+            jax.vmap(lambda k: jax.random.split(k, (2, plan.restarts)))(key), 1, 0)
+        params = jax.vmap(jax.vmap(lambda k: init(spec, k)))(k_init)
         J32 = J.astype(jnp.float32)
         logged = optimum.astype(jnp.float32)
         params, history, att = train_restarts(spec, opt, plan, progress, params, k_train, train,
                                               test, heldout.astype(jnp.float32), J32, logged)
-        train_losses = jax.vmap(full_loss, (None, 0, None))(spec, params, train)
-    gauge = spec.kind != "transformer"
-    fits = jax.vmap(partial(reconstruction, gauge=gauge), (0, None))(att.astype(J.dtype), J)
+        train_losses = jax.vmap(jax.vmap(full_loss, (None, 0, None)), (None, 0, 0))(
+            spec, params, train)
+    fit = jax.vmap(partial(reconstruction, gauge=spec.kind != "transformer"), (0, None))
+    fits = jax.vmap(fit)(att.astype(J.dtype), J)
     return optimum, params, history, att, train_losses, fits

@@ -12,8 +12,10 @@ import numpy as np
 class Progress:
     """Host-side progress of one run at a time: ``start`` before the run, then one call per
     logged epoch from the device program. A line holds the epoch, the training and test loss of
-    the restart with the lowest training loss, the optimal loss and the optimiser steps per
-    second since the previous line."""
+    the restart with the lowest training loss and the optimal loss (each the mean over the
+    problems a program trains side by side, with their number when more than one) and the
+    optimiser steps per second since the previous line (every problem and restart takes one
+    step at a time)."""
 
     def __init__(self, logger: logging.Logger) -> None:
         self.logger = logger
@@ -25,13 +27,17 @@ class Progress:
         self.epochs, self.steps, self.epoch, self.time = epochs, steps, 0, time.perf_counter()
 
     def __call__(self, e: jax.Array, metrics: dict[str, jax.Array], optimum: jax.Array) -> None:
-        """Epoch ``e`` (0-based) is done; ``metrics``: ``train_loss`` and ``test_loss``, ``(R,)``
-        over restarts."""
+        """Epoch ``e`` (0-based) is done; ``metrics``: ``train_loss`` and ``test_loss``, ``(K,
+        R)`` over problems and restarts; ``optimum: (K,)``."""
         now, e, m = time.perf_counter(), int(e), jax.device_get(metrics)  # numpy: no programs
-        best = int(np.argmin(m["train_loss"]))
+        train, test = np.asarray(m["train_loss"]), np.asarray(m["test_loss"])
+        best = np.argmin(train, axis=1)[:, None]
+        train, test = (np.take_along_axis(x, best, axis=1).mean() for x in (train, test))
         rate = (e + 1 - self.epoch) * self.steps / max(now - self.time, 1e-9)
         self.epoch, self.time = e + 1, now
+        K = len(best)
         self.logger.info(
-            "epoch %d/%d  train %.4f  test %.4f  (optimal %.4f)  %.0f steps/s",
-            e + 1, self.epochs, m["train_loss"][best], m["test_loss"][best], optimum, rate,
+            "epoch %d/%d  train %.4f  test %.4f  (optimal %.4f)%s  %.0f steps/s",
+            e + 1, self.epochs, train, test, np.mean(optimum),
+            f"  mean of {K} realisations" if K > 1 else "", rate,
         )  # fmt: skip

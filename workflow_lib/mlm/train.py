@@ -1,5 +1,6 @@
 """Masked-language-model training of the models in ``models.py`` (Rende et al. 2024, eq. 3, Fig. 2):
-``train_mlm``, from the ``training`` config to a ``TrainResult``.
+``train_mlm``, from the ``training`` config to a ``TrainResult``; ``train_many``, several
+problems of equal shapes (realisations) side by side in one program.
 
 Protocol:
 - loss (``objective``): cross-entropy of the masked colour. Transformers (``vanilla_sites: one``)
@@ -21,9 +22,10 @@ Protocol:
   L-BFGS in float64 on the same objective (``polish``) and converged means its gradient
   criterion (``polish.POLISH_CONVERGENCE``). Every run records ``grad_norm``, the largest
   gradient entry of the training objective (all sites, full batch) at its final parameters.
-- the whole run, including the optimal loss and the final ``c*`` fit, is one ``jit``-compiled
-  program (``loop.run``), compiled once per configuration and data shape in a ``CompiledRuns``
-  cache that callers may keep across calls; progress goes to its ``Progress`` reporter.
+- the whole run of every problem, including the optimal loss and the final ``c*`` fit, is one
+  ``jit``-compiled program (``loop.run``), compiled once per configuration and data shape in a
+  ``CompiledRuns`` cache that callers may keep across calls; progress goes to its ``Progress``
+  reporter.
 
 Per evaluated epoch (every ``eval_every`` epochs and the last) the history holds the mean training
 mini-batch loss of the epoch, the test loss over all sites of the held-out sequences, and the
@@ -34,6 +36,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import jax
@@ -45,9 +48,9 @@ from workflow_lib.mlm.compiled import CompiledRuns
 from workflow_lib.mlm.evaluation import evaluate
 from workflow_lib.mlm.loop import compiler_options, run
 from workflow_lib.mlm.metrics import CONVERGENCE, convergence, reconstruction
-from workflow_lib.mlm.models import arch_spec, flatten_params
+from workflow_lib.mlm.models import ArchSpec, Params, arch_spec, flatten_params
 from workflow_lib.mlm.objective import full_loss
-from workflow_lib.mlm.plan import make_plan
+from workflow_lib.mlm.plan import Plan, make_plan
 from workflow_lib.mlm.polish import POLISH_CONVERGENCE, grad_norm, polish
 from workflow_lib.sequences import in_training_set
 
@@ -90,6 +93,19 @@ def make_optimizer(name: str, learning_rate: float,
     raise ValueError(f"unknown optimizer {name!r}; allowed: 'sgd', 'adam'")
 
 
+@dataclass(frozen=True)
+class Problem:
+    """One data set to fit by MLM: ``train: (M, L)`` and ``test: (M_test, L)`` sequences, the
+    true model ``(J: (L, L), U: (C, C), beta)`` they were drawn from and the fit's ``key``."""
+
+    train: np.ndarray
+    test: np.ndarray
+    J: np.ndarray
+    U: np.ndarray
+    beta: float
+    key: jax.Array
+
+
 def train_mlm(
     arch: str,
     cfg: dict,
@@ -102,7 +118,16 @@ def train_mlm(
     runs: CompiledRuns | None = None,
 ) -> TrainResult:
     """Train ``arch`` (see ``models.ARCHS``) by MLM on ``train_seqs: (M, L)``; evaluate on
-    ``test_seqs: (M_test, L)`` against the true model ``(J, U, beta)``.
+    ``test_seqs: (M_test, L)`` against the true model ``(J, U, beta)``: ``train_many`` of one
+    problem."""
+    return train_many(arch, cfg, [Problem(train_seqs, test_seqs, J, U, beta, key)], runs)[0]
+
+
+def train_many(arch: str, cfg: dict, problems: Sequence[Problem],
+               runs: CompiledRuns | None = None) -> list[TrainResult]:  # fmt: skip
+    """Train ``arch`` on each of ``problems`` (equal shapes: the realisations of one data-set
+    protocol) side by side in one compiled program; the polish and the final metrics follow per
+    problem. Each problem's result is the one it gets alone, within float32 rounding.
 
     ``cfg``: the ``training`` config section; missing keys take the schema's defaults. ``runs``:
     compiled programs to reuse and keep (pass the same one to calls with equal shapes; default:
@@ -111,14 +136,18 @@ def train_mlm(
     t_start = time.perf_counter()
     runs = runs if runs is not None else CompiledRuns()
     cfg = {**TRAIN_DEFAULTS, **cfg}
-    train = np.asarray(train_seqs, np.int32)  # numpy in, numpy out: the run is one device program
-    test = np.asarray(test_seqs, np.int32)
-    (M, L), C = train.shape, int(np.asarray(U).shape[0])
+    # numpy in, numpy out: the run is one device program
+    train = np.stack([np.asarray(p.train, np.int32) for p in problems])
+    test = np.stack([np.asarray(p.test, np.int32) for p in problems])
+    (K, M, L), C = train.shape, int(np.asarray(problems[0].U).shape[0])
     spec = arch_spec(arch, cfg, L, C)
     plan = make_plan(spec, cfg, M)
-    J, U = np.asarray(J, np.float64), np.asarray(U, np.float64)
-    in_train = in_training_set(train, test)
-    args = (key, train, test, ~in_train, J, U, np.float64(beta))
+    J = np.stack([np.asarray(p.J, np.float64) for p in problems])
+    U = np.stack([np.asarray(p.U, np.float64) for p in problems])
+    beta = np.array([p.beta for p in problems], np.float64)
+    in_train = np.stack([in_training_set(a, b) for a, b in zip(train, test, strict=True)])
+    keys = jax.random.wrap_key_data(np.stack([jax.random.key_data(p.key) for p in problems]))
+    args = (keys, train, test, ~in_train, J, U, beta)
     name, lr = cfg["optimizer"], float(cfg["learning_rate"])
 
     def compile_run() -> jax.stages.Compiled:
@@ -128,10 +157,30 @@ def train_mlm(
     compiled = runs.get((spec, name, lr, plan), args, compile_run)
     t_compiled = time.perf_counter()
     runs.progress.start(plan.epochs, plan.steps)
-    out = jax.device_get(compiled(*args))  # numpy from here: no more device programs
+    optimum, params, history, att, train_losses, fits = jax.device_get(compiled(*args))
     t_done = time.perf_counter()
+    steps = plan.epochs * plan.steps  # optimiser steps; all problems and restarts advance together
+    program = {"steps": steps, "steps_per_second": steps / (t_done - t_compiled),
+               "compile_seconds": t_compiled - t_start, "realisations_per_program": K,
+               "program_seconds": t_done - t_start}
+    return [
+        _result(arch, spec, plan, cfg, train[k], test[k], in_train[k], J[k], float(optimum[k]),
+                jax.tree_util.tree_map(lambda x, k=k: x[k], params),
+                {key: v[:, k] for key, v in history.items()}, att[k], train_losses[k],
+                [x[k] for x in fits], program)
+        for k in range(K)
+    ]
 
-    optimum, params, history, att, train_losses, fits = out
+
+def _result(arch: str, spec: ArchSpec, plan: Plan, cfg: dict, train: np.ndarray,
+            test: np.ndarray, in_train: np.ndarray, J: np.ndarray, optimum: float,
+            params: Params, history: dict[str, np.ndarray], att: np.ndarray,
+            train_losses: np.ndarray, fits: list[np.ndarray],
+            program: dict[str, float | int]) -> TrainResult:  # fmt: skip
+    """One problem's ``TrainResult`` from its share of ``loop.run``'s output (restart axis
+    first; ``history`` values ``(epochs, R)``): the best restart by training loss, polished (the
+    factored family), with its metrics; ``program``: the shared program's sizes and timings."""
+    t_start = time.perf_counter()
     best = int(np.argmin(train_losses))
     restarts = {"train_loss": np.asarray(train_losses, np.float64),
                 "test_loss": np.asarray(history["test_loss"][-1], np.float64)}
@@ -172,16 +221,15 @@ def train_mlm(
                     conv["convergence_epochs"], float(cfg["convergence_tol"]),
                     final["grad_norm"])  # fmt: skip
     attention = att if spec.kind == "transformer" else final["attention_scale"] * att
-    steps = plan.epochs * plan.steps  # optimiser steps; all restarts advance together
     metrics = {
         **final,
         "test_overlap": float(np.mean(in_train)),
         **conv,
         "best_restart": best,
-        "steps": steps,
-        "steps_per_second": steps / (t_done - t_compiled),
-        "compile_seconds": t_compiled - t_start,
-        "wall_seconds": time.perf_counter() - t_start,
+        **program,
+        # this problem's share of the program and its own polish
+        "wall_seconds": program["program_seconds"] / program["realisations_per_program"]
+        + time.perf_counter() - t_start,
     }
-    return TrainResult(history, float(optimum), attention, flatten_params(best_params), metrics,
+    return TrainResult(history, optimum, attention, flatten_params(best_params), metrics,
                        restarts)

@@ -16,6 +16,11 @@ def _realisation(cfg, wc, **slice_):
     return {"seed": cfg["seed"], "realisation": int(wc["r"]), **slice_}
 
 
+def _chunk(cfg, wc, **slice_):
+    """The slice of a job over a chunk of realisations (``registry.chunks``)."""
+    return {"seed": cfg["seed"], "realisations": [int(r) for r in wc["realisations"]], **slice_}
+
+
 def _sequences(cfg) -> int:
     return cfg["sampling"]["n_train"] + cfg["sampling"]["n_test"]
 
@@ -30,13 +35,13 @@ def _sample_minutes(cfg, wc) -> float:
 
 
 def _train_minutes(cfg, wc) -> float:
-    """Epochs x sequences x L x C x restarts, about 4x the measured CPU time of factored
-    attention; the transformers cost 8x as much per restart."""
+    """Epochs x sequences x L x C x restarts x realisations of the chunk, about 4x the measured
+    CPU time of factored attention; the transformers cost 8x as much per restart."""
     t, p = cfg["training"], cfg["potts"]
     family, _ = parse_arch(wc["arch"])
     deep = 8 if family.startswith("vanilla") else 1
     work = t["epochs"] * cfg["sampling"]["n_train"] * p["L"] * p["C"] * restarts(t, family) * deep
-    return 15 + work * 2.5e-9
+    return 15 + work * len(wc["realisations"]) * 2.5e-9
 
 
 def _plm_minutes(cfg, wc) -> float:
@@ -84,8 +89,9 @@ STUDY = Study(
                                           beta_tuning=cfg["beta_tuning"]),
              _sample_minutes, _data_mb, threaded=True, gpu=True),
         Rule("train", f"{STAGES}.stages_fits:train",
-             lambda cfg, wc: _realisation(cfg, wc, arch=wc["arch"], training=cfg["training"]),
-             _train_minutes, lambda cfg, wc: 2 * _data_mb(cfg, wc), threaded=True, gpu=True),
+             lambda cfg, wc: _chunk(cfg, wc, arch=wc["arch"], training=cfg["training"]),
+             _train_minutes, lambda cfg, wc: (1 + len(wc["realisations"])) * _data_mb(cfg, wc),
+             threaded=True, gpu=True),
         Rule("plm", f"{STAGES}.stages_fits:plm",
              lambda cfg, wc: _realisation(cfg, wc, kind=wc["kind"], plm=cfg["plm"]),
              _plm_minutes, _data_mb, threaded=True),

@@ -17,7 +17,7 @@ from workflow_lib.artefacts import (
 from workflow_lib.keys import stage_key
 from workflow_lib.mlm.architectures import parse_arch, restarts
 from workflow_lib.mlm.plm import effective_l2, fit_plm, plm_config
-from workflow_lib.mlm.train import train_mlm
+from workflow_lib.mlm.train import Problem, train_many
 from workflow_lib.registry import Job
 from workflow_lib.sequences import first_near_duplicate, in_training_set
 
@@ -28,41 +28,47 @@ def _scalars(metrics: dict) -> dict[str, float | int | bool | str]:
 
 
 def train(job: Job) -> None:
-    """Train one architecture on one realisation's samples.
+    """Train one architecture on each realisation of the job's chunk (``realisations``), side by
+    side in one program (``train_many``); one artefact per realisation.
 
     Datasets: ``history/{epoch,train_loss,test_loss,recon_error,pearson_r}: (n_eval,)``,
     ``restarts/{train_loss,test_loss}: (R,)`` (every restart's final losses),
     ``attention: (L, L)`` (factored: after the scale fit), ``params/...``, ``J: (L, L)``.
-    Attributes: ``arch``, ``a`` (interpolated only), ``optimal_loss`` and the final metrics.
+    Attributes: ``arch``, ``a`` (interpolated only), ``optimal_loss`` and the final metrics
+    (``realisations_per_program``: the size of the chunk it was trained in).
     """
     p = job.params
     arch, a = parse_arch(p["arch"])
-    train_seqs, test_seqs, J, U, beta = load_samples(job.input["samples"])
     training = p["training"]
     lr = training["learning_rates"].get(arch, training["learning_rate"])
     cfg = {k: v for k, v in training.items() if k not in ("architectures", "interpolation_a",
                                                            "learning_rates", "arch_restarts")}
     cfg |= {"learning_rate": lr, "restarts": restarts(training, arch),
             **({"a": a} if a is not None else {})}
-    key = stage_key(p["seed"], f"train/{p['arch']}", p["realisation"])
-    result = train_mlm(arch, cfg, train_seqs, test_seqs, J, U, beta, key)
-    m = result.metrics
-    log.info("%s r%d: test loss %.4f (optimal %.4f; held-out %.4f, %.0f %% of the test set in "
-             "the training set), reconstruction error %.3f, r = %.3f, %.0f steps/s, %s",
-             p["arch"], p["realisation"], m["test_loss"], result.optimal_loss,
-             m["test_loss_heldout"], 100 * m["test_overlap"], m["recon_error"], m["pearson_r"],
-             m["steps_per_second"], "converged" if m["converged"] else "NOT CONVERGED")
-    write_artefact(
-        job.output["model"], MLM_TRAIN,
-        {**{f"history/{k}": v for k, v in result.history.items()},
-         **{f"params/{k}": v for k, v in result.params.items()},
-         **{f"restarts/{k}": v for k, v in result.restarts.items()},
-         "attention": result.attention, "J": J},
-        p, seeds={"seed": p["seed"], "realisation": p["realisation"]},
-        attrs={"arch": p["arch"], "model": arch, "a": np.nan if a is None else a,
-               "learning_rate": lr, "optimizer": training["optimizer"],
-               "optimal_loss": result.optimal_loss, "beta": beta, **_scalars(m)},
-    )
+    problems = []
+    for r in p["realisations"]:
+        train_seqs, test_seqs, J, U, beta = load_samples(job.input[f"samples_r{r}"])
+        problems.append(Problem(train_seqs, test_seqs, J, U, beta,
+                                stage_key(p["seed"], f"train/{p['arch']}", r)))
+    for r, problem, result in zip(p["realisations"], problems,
+                                  train_many(arch, cfg, problems), strict=True):
+        m = result.metrics
+        log.info("%s r%d: test loss %.4f (optimal %.4f; held-out %.4f, %.0f %% of the test set "
+                 "in the training set), reconstruction error %.3f, r = %.3f, %.0f steps/s, %s",
+                 p["arch"], r, m["test_loss"], result.optimal_loss, m["test_loss_heldout"],
+                 100 * m["test_overlap"], m["recon_error"], m["pearson_r"],
+                 m["steps_per_second"], "converged" if m["converged"] else "NOT CONVERGED")
+        write_artefact(
+            job.output[f"model_r{r}"], MLM_TRAIN,
+            {**{f"history/{k}": v for k, v in result.history.items()},
+             **{f"params/{k}": v for k, v in result.params.items()},
+             **{f"restarts/{k}": v for k, v in result.restarts.items()},
+             "attention": result.attention, "J": problem.J},
+            p, seeds={"seed": p["seed"], "realisation": r},
+            attrs={"arch": p["arch"], "model": arch, "a": np.nan if a is None else a,
+                   "learning_rate": lr, "optimizer": training["optimizer"],
+                   "optimal_loss": result.optimal_loss, "beta": problem.beta, **_scalars(m)},
+        )
 
 
 def plm(job: Job) -> None:
