@@ -315,11 +315,12 @@ def test_compiled_runs_compile_once_per_shape_and_report_progress(potts, caplog)
 BATCHED_RTOL = 1e-4
 
 
-@pytest.mark.parametrize("arch", ["factored", "vanilla1"])
-def test_problems_side_by_side_match_each_alone(potts, arch):
+def test_problems_side_by_side_match_each_alone(potts):
     """``train_many`` of two problems (two data sets, two keys) in one program gives each the
     numbers it gets alone, within ``BATCHED_RTOL``: the chunk size of a job changes no result;
-    and a run's metrics record how many problems shared its program."""
+    and a run's metrics record how many problems shared its program. (The transformers, through
+    the workflow: ``test_workflow_all.test_chunked_training_jobs_give_the_same_models``.)"""
+    arch = "factored"
     train_seqs, test_seqs, J, U = potts
     cfg = {**FAST, "epochs": 4, "restarts": 2, "eval_every": 2, "model_dim": 8}
     problems = [train.Problem(train_seqs[i * 300:(i + 1) * 300], test_seqs[:100], J, U, BETA,

@@ -45,10 +45,11 @@ def compiler_options() -> dict[str, object] | None:
 
 
 def over_restarts(spec: ArchSpec, f: Callable) -> Callable:
-    """``f`` mapped over a leading restart axis of all its arguments: ``vmap`` for the factored
-    family, a sequential ``lax.map`` for transformers (same numbers; XLA:CPU runs the
-    restart-batched layers of a transformer slower than one pass per restart)."""
-    if spec.kind != "transformer":
+    """``f`` mapped over a leading restart axis of all its arguments: ``vmap``, but for
+    transformers on the CPU a sequential ``lax.map`` (the same numbers within float32 rounding;
+    XLA:CPU runs the restart-batched layers of a transformer slower than one pass per restart,
+    ``benchmarks/bench_train.py``)."""
+    if spec.kind != "transformer" or jax.default_backend() != "cpu":
         return jax.vmap(f)
     return lambda *args: lax.map(lambda a: f(*a), args)
 
