@@ -13,9 +13,10 @@ import scipy.optimize
 import yaml
 
 import workflow_lib  # noqa: F401  (float64)
-from workflow_lib.artefacts import PATHS_SAMPLES, PATHS_THEORY, read_artefact
+from workflow_lib.artefacts import read_artefact
 from workflow_lib.attention import model, sampling, tasks, theory
 from workflow_lib.config import load_config
+from workflow_lib.studies.attention_hmm.artefacts import PATHS_SAMPLES, PATHS_THEORY
 from workflow_lib.studies.attention_hmm.registry import STUDY as HMM
 
 T_RIDGE = 0.01
