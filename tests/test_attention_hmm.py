@@ -1,4 +1,5 @@
-"""Attention paths (spec attention_paths.md): model, task, theory, samples and stages."""
+"""The attention-paths study on the hidden-Markov-chain task (Tiberi et al. 2024): model, task,
+theory, samples and stages."""
 
 from __future__ import annotations
 

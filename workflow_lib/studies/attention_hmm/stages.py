@@ -1,6 +1,6 @@
 """Stages of the attention-paths study (Tiberi et al. 2024): path-attended inputs of the
 hidden-Markov-chain task, the order parameter U(N) with the GP lines and posterior samples (its
-tables and figures: ``stages.paths_figures``). The science is in ``workflow_lib.attention``."""
+tables and figures: ``stages_results``). The science is in ``workflow_lib.attention``."""
 
 from __future__ import annotations
 

@@ -90,7 +90,7 @@ def train(
     emb: Embeddings, held_out: tuple[jax.Array, jax.Array] | None = None,
 ) -> Trained:
     """Adam (L2 ``weight_decay``) on the square loss, ``recipe.batch`` fresh episodes per step
-    from the bank ``tokens: (n, n_patches, N0)``/``starts`` (``omniglot.Bank``); after each block
+    from the bank ``tokens: (n, n_patches, N0)``/``starts`` (``data.Bank``); after each block
     the accuracy on ``held_out = (x0: (n, T, N0), y: (n,))``."""
     k_init, k_data = jax.random.split(key)
     tokens, starts = jnp.asarray(tokens), jnp.asarray(starts)
