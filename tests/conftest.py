@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # test_attention_hmm), and the xdist group of the tests that use each: with ``--dist loadgroup`` a
 # group runs on one worker, so each is built once.
 SHARED_FIXTURES = ("tiny_run", "cluster", "solution_n10")
-# A test using one of these runs the workflow or builds something for a minute: marked slow, so
+# A test using one of these runs the workflow or builds something expensive: marked slow, so
 # that ``pytest -m "not slow"`` is the fast loop (unit tests only).
 SLOW_FIXTURES = SHARED_FIXTURES
 
