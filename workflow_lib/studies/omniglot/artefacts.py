@@ -22,6 +22,7 @@ OMNIGLOT_THEORY = "omniglot-theory/2"
 OMNIGLOT_SAMPLES = "omniglot-samples/2"
 OMNIGLOT_PRUNING = "omniglot-pruning/1"
 
+
 class EpisodeData:
     """A data artefact in memory: ``bank(split)`` its images, ``inputs(split)`` the fixed
     episodes' ``x0: (n, T, N0)`` and ``y: (n,)``."""
