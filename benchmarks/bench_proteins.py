@@ -121,17 +121,17 @@ def timed_minimize(timing: dict) -> Callable:
     return minimize
 
 
-def timed_progress(timing: dict) -> Callable:
-    """The transformers' progress callback with the step and time of each call recorded into
+def timed_progress(timing: dict) -> type[transformer.StepProgress]:
+    """The transformers' progress reporter with the step and time of each call recorded into
     ``timing["stamps"]``."""
-    original = transformer._progress
     timing["stamps"] = []
 
-    def progress(step, loss) -> None:
-        timing["stamps"].append((int(step), time.perf_counter()))
-        original(step, loss)
+    class TimedProgress(transformer.StepProgress):
+        def __call__(self, step, loss) -> None:
+            timing["stamps"].append((int(step), time.perf_counter()))
+            super().__call__(step, loss)
 
-    return progress
+    return TimedProgress
 
 
 def child(name: str, L: int, M: int, iterations: int, steps: int, out: Path) -> None:
@@ -145,7 +145,7 @@ def child(name: str, L: int, M: int, iterations: int, steps: int, out: Path) -> 
         is_transformer = name in TRANSFORMERS
         if is_transformer:
             cfg["transformer"]["steps"] = steps
-            transformer._progress = timed_progress(timing)
+            transformer.StepProgress = timed_progress(timing)
         else:
             cfg.update(max_iter=iterations, grad_tol=0.0, restarts=1)
             models.minimize = timed_minimize(timing)

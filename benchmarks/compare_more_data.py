@@ -32,11 +32,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from workflow_lib.artefacts import atomic_path, load_samples, read_artefact
+from workflow_lib.artefacts import atomic_path, read_artefact
 from workflow_lib.config import load_config, read_config_file
 from workflow_lib.mlm.plm import fit_plm, plm_config
 from workflow_lib.mlm.train import train_mlm
 from workflow_lib.potts import gibbs
+from workflow_lib.potts.artefact import load_samples
 
 
 def more_sequences(samples: str, factor: int, seed: int, blocks: int) -> np.ndarray:

@@ -28,11 +28,11 @@ from workflow_lib.potts import model
 ROOT = Path(__file__).resolve().parents[1]
 
 
-# Fixtures that build something expensive (session-scoped, or ``solution_n10`` of test_paths, 20 s
-# per module), and the xdist group of the tests that use each: with ``--dist loadgroup`` a group
-# runs on one worker, so each is built once.
+# Fixtures that build something expensive (session-scoped, or module-scoped: ``solution_n10`` of
+# test_attention_hmm), and the xdist group of the tests that use each: with ``--dist loadgroup`` a
+# group runs on one worker, so each is built once.
 SHARED_FIXTURES = ("tiny_run", "cluster", "solution_n10")
-# A test using one of these runs the workflow or builds something for a minute: marked slow, so
+# A test using one of these runs the workflow or builds something expensive: marked slow, so
 # that ``pytest -m "not slow"`` is the fast loop (unit tests only).
 SLOW_FIXTURES = SHARED_FIXTURES
 

@@ -16,8 +16,9 @@ from packaging.requirements import Requirement
 
 from tests.conftest import ROOT
 from tests.workflow_runs import TINY, write_config
-from workflow_lib.artefacts import POTTS_COUPLINGS, read_artefact
+from workflow_lib.artefacts import read_artefact
 from workflow_lib.backend import CUDA_INSTALL
+from workflow_lib.studies.potts_paper.artefacts import POTTS_COUPLINGS
 
 needs_no_gpu = pytest.mark.skipif(jax.default_backend() == "gpu", reason="JAX sees a GPU here")
 PARAMS = {"seed": 1, "realisation": 0, "potts": TINY["potts"] | {"U": "gaussian"}}

@@ -7,7 +7,7 @@ import inspect
 
 import pytest
 
-from tests.test_analysis import synthetic_history
+from tests.test_potts_paper_tables import synthetic_history
 from workflow_lib.config import load_config
 from workflow_lib.figures import figure
 from workflow_lib.registry import Job, resolve, studies

@@ -12,12 +12,13 @@ import pytest
 
 import workflow_lib  # noqa: F401  (enables float64)
 from workflow_lib import sequences
-from workflow_lib.artefacts import MLM_TRAIN, POTTS_SAMPLES, read_artefact, write_artefact
+from workflow_lib.artefacts import read_artefact, write_artefact
 from workflow_lib.config import schema_defaults
 from workflow_lib.mlm import batching, loop, metrics, models, objective, plm, train
 from workflow_lib.mlm.compiled import CompiledRuns
 from workflow_lib.mlm.plan import Plan
 from workflow_lib.mlm.progress import Progress
+from workflow_lib.potts.artefact import POTTS_SAMPLES
 from workflow_lib.potts.model import (
     exact_distribution,
     optimal_loss,
@@ -26,6 +27,7 @@ from workflow_lib.potts.model import (
 )
 from workflow_lib.registry import Job
 from workflow_lib.studies.potts_paper import stages_fits, tables
+from workflow_lib.studies.potts_paper.artefacts import MLM_TRAIN
 
 jax.config.update("jax_enable_x64", True)  # explicit, in case this module runs first
 

@@ -1,7 +1,8 @@
 """What a new study adds and edits: a one-rule toy study, with its own config section, created in
 a copy of the repository and run with Snakemake. ``ADDED`` and ``EDITED`` are the measured answer
-(the study's folder, its rules file, its name in ``STUDY_NAMES`` and its ``include:`` line); the
-test fails when the copy differs from the repository in any other file. Generated pages
+(the study's folder, its artefact's schema tag included, its rules file, its name in
+``STUDY_NAMES`` and its ``include:`` line); the test fails when the copy differs from the
+repository in any other file. Generated pages
 (``docs/configuration.md``, by ``python -m workflow_lib docs``) are regenerated, not edited."""
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import pytest
 
 from tests.conftest import ROOT
 from tests.workflow_runs import WORKFLOW_FILES, repo_copy, snakemake_in
+from workflow_lib.artefacts import read_artefact
 
 pytestmark = pytest.mark.slow
 
@@ -37,16 +39,22 @@ STUDY = Study(
     claims_of="workflow_lib.studies.toy.stages:claims",
 )
 ''',
-    f"{TOY}/stages.py": '''"""Stage ``toy_squares``: a table of squares; the claims on it."""
+    f"{TOY}/artefacts.py": '''"""The schema tag of the toy study's artefact."""
+
+TOY_SQUARES = "toy-squares/1"
+''',
+    f"{TOY}/stages.py": '''"""Stage ``toy_squares``: the squares (artefact and table); claims."""
 
 import pandas as pd
 
-from workflow_lib.artefacts import write_csv
+from workflow_lib.artefacts import write_artefact, write_csv
 from workflow_lib.registry import Job
+from workflow_lib.studies.toy.artefacts import TOY_SQUARES
 
 
 def squares(job: Job) -> None:
     n = pd.Series(range(job.params["toy"]["n"]))
+    write_artefact(job.output["artefact"], TOY_SQUARES, {"square": n * n}, job.params, seeds={})
     write_csv(pd.DataFrame({"n": n, "square": n * n}), job.output["squares"])
 
 
@@ -67,6 +75,7 @@ def claims(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
 rule toy_squares:
     output:
         squares=f"{RESULTS}/{TOY.table_path('squares')}",
+        artefact=f"{RESULTS}/toy/squares.h5",
     log:
         f"{LOGS}/toy/squares.log",
     benchmark:
@@ -122,6 +131,9 @@ def test_a_new_study_is_its_folder_its_rules_file_and_two_lines(tmp_path):
     assert run.returncode == 0, (run.stdout + run.stderr)[-3000:]
     table = pd.read_csv(wd / "results/toy/squares.csv")
     assert table["square"].tolist() == [0, 1, 4, 9]  # n = 4
+    # its schema tag lives in its folder: the artefact reads back under it
+    art = read_artefact(wd / "results/toy/squares.h5", "toy-squares/1", required=("square",))
+    assert art["square"].tolist() == [0, 1, 4, 9]
     assert (wd / "results/logs/toy/squares.log").exists()
     assert (wd / "results/benchmarks/toy/squares.tsv").exists()
     # the study's config section is validated like the others: one line naming the key

@@ -14,14 +14,17 @@ import pytest
 import yaml
 
 from tests.conftest import ROOT
-from workflow_lib import artefacts
 from workflow_lib.artefacts import ArtefactError, read_artefact
 from workflow_lib.attention import heads, icl, model
 from workflow_lib.claims import VERDICTS
 from workflow_lib.config import load_config
 from workflow_lib.registry import Job
-from workflow_lib.studies.omniglot import data as omniglot
-from workflow_lib.studies.omniglot import stages, training
+from workflow_lib.studies.omniglot import data, stages, training
+from workflow_lib.studies.omniglot.artefacts import (
+    OMNIGLOT_MODEL,
+    OMNIGLOT_PRUNING,
+    OMNIGLOT_THEORY,
+)
 from workflow_lib.studies.omniglot.claims import omniglot_claims
 from workflow_lib.studies.omniglot.registry import STUDY, stage_params
 
@@ -29,8 +32,8 @@ ARCHIVE = ROOT / "data" / "omniglot" / "images_background_small1.zip"
 
 
 @pytest.fixture(scope="module")
-def bank() -> omniglot.Bank:
-    return omniglot.load_bank(ARCHIVE, 32, 8)[0]
+def bank() -> data.Bank:
+    return data.load_bank(ARCHIVE, 32, 8)[0]
 
 
 def test_bank_images_and_tokens(bank):
@@ -45,7 +48,7 @@ def test_bank_images_and_tokens(bank):
 
 @pytest.mark.slow
 def test_rotated_characters_are_new_characters(bank):
-    rotated, names = omniglot.load_bank(ARCHIVE, 32, 8, rotations=True)
+    rotated, names = data.load_bank(ARCHIVE, 32, 8, rotations=True)
     n = len(bank.character)
     assert rotated.n_characters == 4 * 136 and len(names) == 4 * 136
     assert np.all(np.diff(rotated.character) >= 0) and np.all(np.diff(rotated.starts) == 20)
@@ -60,7 +63,7 @@ def test_rotated_characters_are_new_characters(bank):
 
 def test_patch_tokens_order():
     img = np.arange(16.0).reshape(1, 4, 4)
-    tokens = omniglot.patch_tokens(img, 2)
+    tokens = data.patch_tokens(img, 2)
     assert tokens.shape == (1, 4, 12)
     # patch 1 (top right) holds pixels (0,2),(0,3),(1,2),(1,3), each repeated 3x, LayerNorm-ed
     raw = np.repeat(np.array([2.0, 3.0, 6.0, 7.0]), 3)
@@ -70,7 +73,7 @@ def test_patch_tokens_order():
 
 @pytest.mark.slow
 def test_episodes(bank):
-    ep = omniglot.draw_episodes(jax.random.key(0), bank, 400)
+    ep = data.draw_episodes(jax.random.key(0), bank, 400)
     char = bank.character[ep.images]
     assert np.all(char[:, 0] != char[:, 1])  # two different characters
     query_label = (ep.y + 1) // 2
@@ -84,10 +87,10 @@ def test_episodes(bank):
 
 @pytest.mark.slow
 def test_sequences_add_position_and_label(bank):
-    emb = omniglot.embeddings(jax.random.key(1), 16, 192, 1.0, 1.0)
+    emb = data.embeddings(jax.random.key(1), 16, 192, 1.0, 1.0)
     assert abs(emb.position.mean()) < 1e-12 and abs(emb.position.std() - 1) < 1e-12
-    ep = omniglot.draw_episodes(jax.random.key(2), bank, 3)
-    x = np.asarray(omniglot.sequences(jnp.asarray(bank.tokens), emb, ep.images,
+    ep = data.draw_episodes(jax.random.key(2), bank, 3)
+    x = np.asarray(data.sequences(jnp.asarray(bank.tokens), emb, ep.images,
                                       ep.context_labels))
     assert x.shape == (3, 48, 192)
     label = ep.context_labels[1, 1]
@@ -179,9 +182,9 @@ def test_identical_query_episodes(bank):
     """identical = 1: the query is the matching context image itself; identical = 0: the paper's
     episodes, every other draw unchanged by the option."""
     key = jax.random.key(5)
-    same = omniglot.Episodes(*(np.asarray(a) for a in omniglot.episode_draw(
+    same = data.Episodes(*(np.asarray(a) for a in data.episode_draw(
         key, jnp.asarray(bank.starts), 200, identical=1.0)))
-    other = omniglot.draw_episodes(key, bank, 200, balanced=False)
+    other = data.draw_episodes(key, bank, 200, balanced=False)
     matching = np.where(same.context_labels[:, 0] == (same.y + 1) // 2, 0, 1)
     assert np.all(same.images[np.arange(200), matching] == same.images[:, 2])
     np.testing.assert_array_equal(same.images[:, :2], other.images[:, :2])
@@ -220,7 +223,7 @@ def test_short_training_leaves_the_plateau(bank):
     weights take the training loss from the plateau (1) below 0.6 within 200 steps on 20
     characters (measured: 1.79, 0.87, 0.42, 0.28 per block of 50)."""
     small = bank.subset(np.arange(20))
-    emb = omniglot.embeddings(jax.random.key(1), 16, 192, 1.0, 1.0)
+    emb = data.embeddings(jax.random.key(1), 16, 192, 1.0, 1.0)
     net = icl.Net(width=32, head_dim=16, layers=2, heads=4, n0=192)
     recipe = training.Recipe(steps=200, batch=32, learning_rate=3e-3, weight_decay=0.0,
                              log_every=50, init="lecun", identical_start=1.0, identical_end=1.0)
@@ -257,7 +260,7 @@ def test_stages_end_to_end(tiny_run):
     is refused."""
     cfg = load_config(yaml.safe_load((tiny_run / "tiny.yaml").read_text()))
     out = tiny_run / "results" / "omniglot"
-    m = read_artefact(out / "model.h5", artefacts.OMNIGLOT_MODEL,
+    m = read_artefact(out / "model.h5", OMNIGLOT_MODEL,
                       required=("history/validation", "attention/2"))
     train = cfg["omniglot"]["training"]
     assert m["history/steps"].tolist() == list(range(train["log_every"], train["steps"] + 1,
@@ -265,11 +268,11 @@ def test_stages_end_to_end(tiny_run):
     assert np.all(np.isfinite(m["history/loss"]))
     assert json.loads(m.attrs["recipe"])["init"] == train["init"]
     net = cfg["omniglot"]["network"]
-    th = read_artefact(out / "theory.h5", artefacts.OMNIGLOT_THEORY, required=("U/1", "selected"))
+    th = read_artefact(out / "theory.h5", OMNIGLOT_THEORY, required=("U/1", "selected"))
     n_paths = net["heads"] ** net["layers"]
     assert th["U/1"].shape[-2:] == (n_paths, n_paths)
     assert th["head_scores"].shape == (net["layers"], net["heads"])
-    pr = read_artefact(out / "pruning.h5", artefacts.OMNIGLOT_PRUNING,
+    pr = read_artefact(out / "pruning.h5", OMNIGLOT_PRUNING,
                        required=("cumulative/random",))
     assert pr["cumulative/random"].shape == (cfg["omniglot"]["random_orders"],
                                              net["layers"] * (net["heads"] - 1) + 1)

@@ -3,6 +3,8 @@ pseudo-likelihood objective and its L-BFGS fit, and the transformers' weighted M
 
 from __future__ import annotations
 
+import logging
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -110,9 +112,10 @@ def test_model_names_and_parameter_counts():
         coupling_model("factored-Hx", cfg, 10)
 
 
-def test_transformer_learns_a_copied_site():
+def test_transformer_learns_a_copied_site(caplog):
     """The 1-layer transformer trained by weighted MLM predicts a site copied from another
-    better than chance, and its held-out loss and attention map have the promised shapes."""
+    better than chance, and its held-out loss and attention map have the promised shapes; it
+    reports progress every tenth of its steps."""
     rng = np.random.default_rng(6)
     seqs = rng.integers(0, 4, (400, 6)).astype(np.int32)
     seqs[:, 5] = seqs[:, 1]
@@ -121,7 +124,11 @@ def test_transformer_learns_a_copied_site():
     cfg = {"models": ["vanilla1"], "transformer": {"model_dim": 16, "mask_token": "channel",
                                                    "steps": 400, "batch_size": 64,
                                                    "learning_rate": 0.01}}
-    res = fit_model("vanilla1", cfg, (seqs[~test], np.ones(320)), seqs[test], jax.random.key(0))
+    with caplog.at_level(logging.INFO, logger="workflow_lib.proteins"):
+        res = fit_model("vanilla1", cfg, (seqs[~test], np.ones(320)), seqs[test],
+                        jax.random.key(0))
+    steps = [r.getMessage().split()[1] for r in caplog.records if r.getMessage().startswith("step")]
+    assert steps == [f"{k}/400" for k in range(40, 401, 40)]
     assert res.test_losses.shape == (80,) and res.scores.shape == (6, 6)
     assert res.train_loss < np.log(4)  # chance over the 4 used states: log 4 nats per site
     np.testing.assert_allclose(res.scores, res.scores.T)

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from tests.workflow_runs import TINY, snakemake, snakemake_in, write_config
-from workflow_lib.artefacts import POTTS_SAMPLES, read_artefact
+from workflow_lib.artefacts import read_artefact
+from workflow_lib.potts.artefact import POTTS_SAMPLES
 
 pytestmark = pytest.mark.slow
 

@@ -15,9 +15,10 @@ import yaml
 
 from tests.conftest import ROOT
 from tests.workflow_runs import snakemake
-from workflow_lib.artefacts import PROTEIN_DATA, PROTEIN_FIT, read_artefact
+from workflow_lib.artefacts import read_artefact
 from workflow_lib.claims import VERDICTS
 from workflow_lib.proteins.alignment import ALPHABET, read_alignment
+from workflow_lib.studies.proteins.artefacts import PROTEIN_DATA, PROTEIN_FIT
 from workflow_lib.studies.proteins.registry import STUDY
 
 PF00014 = ROOT / "data" / "proteins" / "PF00014"

@@ -22,7 +22,7 @@ TINY = {
     "omniglot": {"enabled": False},
 }
 
-# Every rule of the default target, Omniglot and the protein study included, in seconds per job.
+# Every rule of the default target, Omniglot and the protein study included, each job small.
 TINY_ALL = {
     **TINY,
     "training": {"architectures": ["factored", "vanilla1"], "interpolation_a": [0.0, 1.0],

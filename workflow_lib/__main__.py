@@ -140,7 +140,9 @@ def _inspect(path: str) -> str:
 
     text = describe(path)
     art = read_artefact(path)
-    if art.schema == "potts-samples/1" and "attempts/beta" in art.data:
+    from workflow_lib.potts.artefact import POTTS_SAMPLES
+
+    if art.schema == POTTS_SAMPLES and "attempts/beta" in art.data:
         from workflow_lib.potts.describe import describe_sampling
 
         text += "\n" + describe_sampling(path)

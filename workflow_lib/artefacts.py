@@ -8,6 +8,10 @@ GPU's model name: ``workflow_lib.backend.describe``), ``xla_flags`` and ``host_c
 transformer training differs in its last digits between one and several XLA threads). It is
 written under a temporary name in the target folder and renamed when complete, so an interrupted
 job never leaves a file that looks complete.
+
+The schema tags live with what writes them: each study's in its ``artefacts`` module
+(``workflow_lib.studies.<study>.artefacts``), the Potts samples' (read beyond their study) in
+``workflow_lib.potts.artefact``.
 """
 
 from __future__ import annotations
@@ -30,26 +34,6 @@ from workflow_lib.backend import describe as describe_backend
 from workflow_lib.config import digest
 
 COMPRESS_ABOVE = 4096  # elements; larger arrays get gzip + shuffle
-
-# The schema tag of every artefact kind (attribute ``schema``), used by its writer and its readers.
-POTTS_COUPLINGS = "potts-couplings/1"
-POTTS_SAMPLES = "potts-samples/1"
-MLM_TRAIN = "mlm-train/2"
-PLM_FIT = "plm-fit/1"
-SAMPLE_COMPLEXITY = "sample-complexity/2"
-REPLICA_THEORY = "replica-theory/1"
-REPLICA_SIMULATIONS = "replica-simulations/1"
-PATHS_FEATURES = "paths-features/1"
-PATHS_THEORY = "paths-theory/1"
-PATHS_SAMPLES = "paths-samples/1"
-OMNIGLOT_DATA = "omniglot-data/1"
-OMNIGLOT_MODEL = "omniglot-model/1"
-OMNIGLOT_FEATURES = "omniglot-features/1"
-OMNIGLOT_THEORY = "omniglot-theory/2"
-OMNIGLOT_SAMPLES = "omniglot-samples/2"
-OMNIGLOT_PRUNING = "omniglot-pruning/1"
-PROTEIN_DATA = "protein-data/1"
-PROTEIN_FIT = "protein-fit/1"
 
 
 class ArtefactError(RuntimeError):
@@ -201,10 +185,3 @@ def describe(path: str | Path) -> str:
         lines.append(f"    {name}: {arr.shape} {arr.dtype}{summary}")
     return "\n".join(lines)
 
-
-def load_samples(path: str | Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float]:
-    """``(train: (M, L), test: (M_test, L), J: (L, L), U: (C, C), beta)`` of a Potts samples
-    artefact, sequences as int32."""
-    art = read_artefact(path, POTTS_SAMPLES, required=("train", "test", "J", "U"))
-    return (art["train"].astype(np.int32), art["test"].astype(np.int32), art["J"], art["U"],
-            float(art.attrs["beta"]))

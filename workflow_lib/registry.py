@@ -69,9 +69,11 @@ def constant(value: float) -> Amount:
 class Rule:
     """One rule of a study. ``stage``: ``'module:function'`` it runs (the rule's name is the
     stage's); ``params``: its config slice; ``minutes`` and ``mem_mb``: what one attempt needs,
-    from the config and wildcards (the first attempt gets them, the k-th k times as much);
-    ``threaded``: uses ``compute.threads`` (else one); ``gpu``: asks for a GPU when
-    ``compute.gpu``; ``local``: runs on the submitting host (tables, figures)."""
+    from the config and wildcards (the first attempt gets them, the k-th k times as much):
+    conservative bounds, whose constants are margins, not measurements (measured times:
+    ``docs/performance.md``, ``benchmarks/results/*.csv``); ``threaded``: uses ``compute.threads``
+    (else one); ``gpu``: asks for a GPU when ``compute.gpu``; ``local``: runs on the submitting
+    host (tables, figures)."""
 
     name: str
     stage: str

@@ -158,8 +158,8 @@ def run_nuts(
         max_tree_depth=max_tree_depth,
     )
     model_args = (phi, y, model.path_kernels(phi) if integrate_v0 else None)
-    # one compiled program: NumPyro's eager initialisation compiles op by op, which took 13 s
-    # against 8 s for this on the test's four-paths task; it keeps no traced value
+    # one compiled program: NumPyro's eager initialisation compiles op by op, which is slower;
+    # it keeps no traced value
     states = jax.jit(lambda keys, args: kernel.init(keys, warmup, model_args=args))(
         jax.random.split(key, chains), model_args)
     block = -(-samples // blocks)

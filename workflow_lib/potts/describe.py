@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from workflow_lib.artefacts import POTTS_SAMPLES, read_artefact
+from workflow_lib.artefacts import read_artefact
+from workflow_lib.potts.artefact import POTTS_SAMPLES
 
 
 def describe_sampling(path: str) -> str:

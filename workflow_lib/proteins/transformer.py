@@ -33,15 +33,21 @@ from workflow_lib.proteins.alignment import Q
 
 Array = jax.Array
 log = logging.getLogger("workflow_lib.proteins")
-_CLOCK = {"start": 0.0, "steps": 0}
 
 
-def _progress(step, loss) -> None:
-    """Host callback: step, mean loss over the last stretch, rate and time left."""
-    step, elapsed = int(step), time.perf_counter() - _CLOCK["start"]
-    rate = step / max(elapsed, 1e-9)
-    log.info("step %d/%d  loss %.4f  %.0f steps/s  ETA %.0f s", step, _CLOCK["steps"],
-             float(loss), rate, (_CLOCK["steps"] - step) / max(rate, 1e-9))
+class StepProgress:
+    """Host-side progress lines of one run of ``steps`` steps, from the device through
+    ``jax.debug.callback``: the step, its loss, the steps per second since the reporter was made
+    (compilation included) and the time left."""
+
+    def __init__(self, logger: logging.Logger, steps: int) -> None:
+        self.logger, self.steps, self.start = logger, steps, time.perf_counter()
+
+    def __call__(self, step: Array, loss: Array) -> None:
+        step = int(step)
+        rate = step / max(time.perf_counter() - self.start, 1e-9)
+        self.logger.info("step %d/%d  loss %.4f  %.0f steps/s  ETA %.0f s", step, self.steps,
+                         float(loss), rate, (self.steps - step) / max(rate, 1e-9))
 
 
 def train_transformer(arch: str, cfg: dict, seqs: np.ndarray, weights: np.ndarray,
@@ -59,6 +65,7 @@ def train_transformer(arch: str, cfg: dict, seqs: np.ndarray, weights: np.ndarra
     every = max(1, steps // 10)
     p = jnp.asarray(weights / np.sum(weights), jnp.float32)
     data = jnp.asarray(seqs, jnp.int32)
+    progress = StepProgress(log, steps)
 
     @jax.jit
     def run(key: Array) -> tuple[Params, Array]:
@@ -79,7 +86,7 @@ def train_transformer(arch: str, cfg: dict, seqs: np.ndarray, weights: np.ndarra
             loss, grad = jax.value_and_grad(loss_fn)(params, k)
             updates, opt_state = opt.update(grad, opt_state, params)
             lax.cond((i + 1) % every == 0,
-                     lambda: jax.debug.callback(_progress, i + 1, loss, ordered=True),
+                     lambda: jax.debug.callback(progress, i + 1, loss, ordered=True),
                      lambda: None)
             return (optax.apply_updates(params, updates), opt_state), loss
 
@@ -88,7 +95,6 @@ def train_transformer(arch: str, cfg: dict, seqs: np.ndarray, weights: np.ndarra
                                        (jnp.arange(steps), keys))
         return params, losses
 
-    _CLOCK.update(start=time.perf_counter(), steps=steps)
     params, losses = jax.device_get(run(key))
     return spec, params, np.asarray(losses, np.float64)
 

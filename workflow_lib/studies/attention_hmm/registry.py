@@ -42,7 +42,7 @@ def _theory_minutes(cfg, wc) -> float:
 
 
 def _sample_minutes(cfg, wc) -> float:
-    """NUTS: about 30 minutes per core at N = 100 on the paper preset, with a margin of 8."""
+    """NUTS: width x draws x chains x training sequences x tokens."""
     p, s = cfg["paths"], cfg["paths"]["sampler"]
     work = int(wc["N"]) * (s["warmup"] + s["samples"]) * s["chains"] * p["n_train"] * p["tokens"]
     return 10 + work * 1e-7

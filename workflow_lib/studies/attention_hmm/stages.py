@@ -1,6 +1,6 @@
 """Stages of the attention-paths study (Tiberi et al. 2024): path-attended inputs of the
 hidden-Markov-chain task, the order parameter U(N) with the GP lines and posterior samples (its
-tables and figures: ``stages.paths_figures``). The science is in ``workflow_lib.attention``."""
+tables and figures: ``stages_results``). The science is in ``workflow_lib.attention``."""
 
 from __future__ import annotations
 
@@ -13,17 +13,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from workflow_lib.artefacts import (
-    PATHS_FEATURES,
-    PATHS_SAMPLES,
-    PATHS_THEORY,
-    read_artefact,
-    write_artefact,
-)
+from workflow_lib.artefacts import read_artefact, write_artefact
 from workflow_lib.attention import experiment as ex
 from workflow_lib.attention import sampling, tasks, theory
 from workflow_lib.keys import stage_key
 from workflow_lib.registry import Job
+from workflow_lib.studies.attention_hmm.artefacts import PATHS_FEATURES, PATHS_SAMPLES, PATHS_THEORY
 
 log = logging.getLogger("workflow_lib.attention")
 

@@ -7,10 +7,11 @@ import logging
 
 import pandas as pd
 
-from workflow_lib.artefacts import PATHS_SAMPLES, PATHS_THEORY, read_artefact, write_csv
+from workflow_lib.artefacts import read_artefact, write_csv
 from workflow_lib.claims import log_claims
 from workflow_lib.registry import Job
 from workflow_lib.studies.attention_hmm import tables
+from workflow_lib.studies.attention_hmm.artefacts import PATHS_SAMPLES, PATHS_THEORY
 from workflow_lib.studies.attention_hmm.claims import hmm_claims
 
 log = logging.getLogger("workflow_lib.stages")

@@ -9,39 +9,40 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from workflow_lib.artefacts import (
-    OMNIGLOT_DATA,
-    OMNIGLOT_FEATURES,
-    OMNIGLOT_MODEL,
-    Artefact,
-    ArtefactError,
-    read_artefact,
-)
+from workflow_lib.artefacts import Artefact, ArtefactError, read_artefact
 from workflow_lib.attention import icl
-from workflow_lib.studies.omniglot import data as omniglot
+from workflow_lib.studies.omniglot.data import SPLITS, Bank, Embeddings, sequences
 from workflow_lib.studies.omniglot.training import Trained
 
-SPLITS = omniglot.SPLITS
+# The schema tags of the study's artefacts (attribute ``schema``).
+OMNIGLOT_DATA = "omniglot-data/1"
+OMNIGLOT_MODEL = "omniglot-model/1"
+OMNIGLOT_FEATURES = "omniglot-features/1"
+OMNIGLOT_THEORY = "omniglot-theory/2"
+OMNIGLOT_SAMPLES = "omniglot-samples/2"
+OMNIGLOT_PRUNING = "omniglot-pruning/1"
+
+
 class EpisodeData:
     """A data artefact in memory: ``bank(split)`` its images, ``inputs(split)`` the fixed
     episodes' ``x0: (n, T, N0)`` and ``y: (n,)``."""
 
     def __init__(self, path: str):
         self.art = read_artefact(path, OMNIGLOT_DATA, required=("embeddings/label", "tokens/train"))
-        self.emb = omniglot.Embeddings(self.art["embeddings/position"],
+        self.emb = Embeddings(self.art["embeddings/position"],
                                        self.art["embeddings/label"])
 
-    def bank(self, split: str) -> omniglot.Bank:
-        return omniglot.Bank(self.art[f"tokens/{split}"], self.art[f"character/{split}"])
+    def bank(self, split: str) -> Bank:
+        return Bank(self.art[f"tokens/{split}"], self.art[f"character/{split}"])
 
     def inputs(self, split: str) -> tuple[jax.Array, jax.Array]:
         ep = f"episodes/{split}"
-        x0 = omniglot.sequences(jnp.asarray(self.art[f"tokens/{split}"]), self.emb,
+        x0 = sequences(jnp.asarray(self.art[f"tokens/{split}"]), self.emb,
                                 self.art[f"{ep}/images"], self.art[f"{ep}/context_labels"])
         return x0, jnp.asarray(self.art[f"{ep}/y"])
 
 
-def model_datasets(trained: Trained, net: icl.Net, emb: omniglot.Embeddings) -> dict:
+def model_datasets(trained: Trained, net: icl.Net, emb: Embeddings) -> dict:
     """The datasets of a model artefact: ``params/*``, the heads ``attention/{l}: (H, N0, N0)``
     = KᵀQ/sqrt(G), ``history/{steps, loss, validation}`` and the frozen embeddings it was
     trained with."""

@@ -12,16 +12,13 @@ import logging
 import jax
 import numpy as np
 
-from workflow_lib import artefacts
 from workflow_lib.artefacts import read_artefact, write_artefact
-from workflow_lib.attention import heads as head_paths
 from workflow_lib.attention import icl, sampling
+from workflow_lib.attention.heads import prune
 from workflow_lib.keys import stage_key
 from workflow_lib.registry import Job
-from workflow_lib.studies.omniglot import artefacts as oa
-from workflow_lib.studies.omniglot import data as omniglot
-from workflow_lib.studies.omniglot import theory as grid_theory
-from workflow_lib.studies.omniglot import training as gradient_descent
+from workflow_lib.studies.omniglot import artefacts, theory, training
+from workflow_lib.studies.omniglot.data import SPLITS, dataset
 
 log = logging.getLogger("workflow_lib.attention")
 
@@ -38,7 +35,7 @@ def omniglot_data(job: Job) -> None:
     """Images of the training, validation and test characters, the frozen embeddings and the
     fixed episodes (``studies.omniglot.data.dataset``)."""
     p, cfg = job.params, job.params["omniglot"]
-    data, attrs = omniglot.dataset(_key(p, "omniglot_data"), job.input["train_archive"],
+    data, attrs = dataset(_key(p, "omniglot_data"), job.input["train_archive"],
                                    job.input["test_archive"], cfg)
     _write(job.output["data"], artefacts.OMNIGLOT_DATA, data, p, attrs)
 
@@ -47,22 +44,22 @@ def omniglot_train(job: Job) -> None:
     """Train the gradient-descent model on fresh episodes of the training characters, with the
     validation accuracy after every block (``studies.omniglot.training``)."""
     p, cfg = job.params, job.params["omniglot"]
-    data = oa.EpisodeData(job.input["data"])
+    data = artefacts.EpisodeData(job.input["data"])
     bank = data.bank("train")
     net = icl.Net(*(cfg["network"][k] for k in ("width", "head_dim", "layers", "heads")),
                   bank.tokens.shape[-1])
-    recipe = gradient_descent.Recipe.from_config(cfg["training"])
-    trained = gradient_descent.train(_key(p, "omniglot_train"), net, recipe, bank.tokens,
+    recipe = training.Recipe.from_config(cfg["training"])
+    trained = training.train(_key(p, "omniglot_train"), net, recipe, bank.tokens,
                                    bank.starts, data.emb, data.inputs("validation"))
-    acc = {s: icl.network_accuracy(trained.params, net, *data.inputs(s)) for s in oa.SPLITS}
+    acc = {s: icl.network_accuracy(trained.params, net, *data.inputs(s)) for s in SPLITS}
     log.info("gradient descent: %.0f s; accuracy %s", trained.seconds,
              {k: round(v, 3) for k, v in acc.items()})
-    left = bool(trained.loss[-1] < gradient_descent.PLATEAU_LOSS)
+    left = bool(trained.loss[-1] < training.PLATEAU_LOSS)
     if not left:
         log.warning("training loss %.3f: still on the plateau (1 = predicting 0); the heads "
                     "carry nothing for the theory", trained.loss[-1])
     _write(job.output["model"], artefacts.OMNIGLOT_MODEL,
-           oa.model_datasets(trained, net, data.emb), p,
+           artefacts.model_datasets(trained, net, data.emb), p,
            {**net._asdict(), **{f"accuracy_{k}": v for k, v in acc.items()},
             "train_seconds": trained.seconds, "device": str(jax.devices()[0]),
             "left_plateau": left,
@@ -74,13 +71,13 @@ def omniglot_features(job: Job) -> None:
     """Path-attended inputs ``phi/{split}: (n, N0, Pi)`` and ``y/{split}`` of the fixed episodes
     under the model's frozen heads."""
     p, cfg = job.params, job.params["omniglot"]
-    data = oa.EpisodeData(job.input["data"])
-    art, _, net = oa.read_model(job.input["model"], data)
+    data = artefacts.EpisodeData(job.input["data"])
+    art, _, net = artefacts.read_model(job.input["model"], data)
     Ws = [art[f"attention/{layer + 1}"] for layer in range(net.layers)]
     out = {}
-    for split in oa.SPLITS:
+    for split in SPLITS:
         x0, out[f"y/{split}"] = data.inputs(split)
-        out[f"phi/{split}"] = grid_theory.episode_features(x0, Ws, cfg["prior_variance"])
+        out[f"phi/{split}"] = theory.episode_features(x0, Ws, cfg["prior_variance"])
     _write(job.output["features"], artefacts.OMNIGLOT_FEATURES, out, p,
            {"heads": json.dumps(net.per_layer), "readout": "mean pooling", "paths": "h1-major",
             "model": str(job.input["model"])})
@@ -90,13 +87,13 @@ def omniglot_theory(job: Job) -> None:
     """The theory for every (N, T), the GP, T chosen per N on validation episodes
     (``studies.omniglot.theory.grid``), PC overlaps and head scores at ``sample_width``."""
     p, cfg = job.params, job.params["omniglot"]
-    f, heads = oa.read_features(job.input["features"])
+    f, heads = artefacts.read_features(job.input["features"])
     widths, temps, s2 = sorted(cfg["widths"]), sorted(cfg["temperatures"]), cfg["prior_variance"]
-    g = grid_theory.grid(f, heads, widths, temps, s2, cfg["solver"]["max_iter"],
+    g = theory.grid(f, heads, widths, temps, s2, cfg["solver"]["max_iter"],
                          cfg["solver"]["gtol"])
     score_width = cfg["sample_width"] if cfg["sample_width"] in widths else widths[0]
     _write(job.output["theory"], artefacts.OMNIGLOT_THEORY,
-           grid_theory.grid_datasets(g, f, heads, widths, temps, score_width, cfg["n_pcs"]), p,
+           theory.grid_datasets(g, f, heads, widths, temps, score_width, cfg["n_pcs"]), p,
            {"heads": json.dumps(heads), "score_width": score_width,
             "score_temperature": temps[g.selected[widths.index(score_width)]],
             "n_test": int(f["y/test"].shape[0]),
@@ -110,7 +107,7 @@ def omniglot_sample(job: Job) -> None:
     there (datasets as ``paths_sample``, and ``correct/test: (n_test,)``, 1 where the
     posterior-mean predictor gets a test episode right)."""
     p, cfg, scfg = job.params, job.params["omniglot"], job.params["omniglot"]["sampler"]
-    f, heads = oa.read_features(job.input["features"])
+    f, heads = artefacts.read_features(job.input["features"])
     th = read_artefact(job.input["theory"], artefacts.OMNIGLOT_THEORY,
                        required=("selected", "widths"))
     N = cfg["sample_width"]
@@ -136,12 +133,12 @@ def omniglot_prune(job: Job) -> None:
     """Single-head and cumulative pruning of the gradient-descent model in head-score order and
     in random orders (``heads.prune``), on the test episodes."""
     p = job.params
-    data = oa.EpisodeData(job.input["data"])
-    _, params, net = oa.read_model(job.input["model"], data)
+    data = artefacts.EpisodeData(job.input["data"])
+    _, params, net = artefacts.read_model(job.input["model"], data)
     x0, y = data.inputs("test")
     th = read_artefact(job.input["theory"], artefacts.OMNIGLOT_THEORY, required=("head_scores",))
     paths = icl.outputs(params, net, x0)  # (n, H^L): every pruning is a weighting of these
-    pr = head_paths.prune(lambda keep: icl.accuracy(paths, y, keep), th["head_scores"],
+    pr = prune(lambda keep: icl.accuracy(paths, y, keep), th["head_scores"],
                           _key(p, "omniglot_prune"), p["omniglot"]["random_orders"])
     log.info("unpruned %.3f; single-head pruning (rows: layers) %s", pr.full,
              np.round(pr.single, 3).tolist())

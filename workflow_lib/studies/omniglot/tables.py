@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 
 from workflow_lib.artefacts import Artefact
-from workflow_lib.attention import heads as head_paths
 from workflow_lib.attention import icl, model
+from workflow_lib.attention.heads import path_labels
 from workflow_lib.studies.omniglot.claims import omniglot_claims
 
 
@@ -54,7 +54,7 @@ def order_parameters(th: Artefact, samples: Artefact | None,
     a, values, _ = icl.theory_weights(params, net)
     ubar = model.suffix_vectors(a, values)[0]
     mats["gradient descent"] = np.asarray(ubar @ ubar.T)
-    labels = head_paths.path_labels(len(heads), heads[0])
+    labels = path_labels(len(heads), heads[0])
     return pd.DataFrame([{"source": src, "row": labels[r], "col": labels[c],
                           "value": float(U[r, c])}
                          for src, U in mats.items() for r, c in np.ndindex(*U.shape)])

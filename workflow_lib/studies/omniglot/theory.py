@@ -14,8 +14,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from workflow_lib.attention import heads as head_paths
 from workflow_lib.attention import model, theory
+from workflow_lib.attention.heads import scores
 
 log = logging.getLogger("workflow_lib.attention")
 
@@ -67,13 +67,13 @@ def grid(
 
     y_held_out = np.asarray(jnp.concatenate([f["y/validation"], f["y/test"]]))
 
-    def scores(U: jax.Array, T: float) -> tuple[list[float], np.ndarray]:
+    def evaluate(U: jax.Array, T: float) -> tuple[list[float], np.ndarray]:
         """Validation and test accuracy, and per test episode whether the mean is right."""
         right = np.sign(np.asarray(theory.predictive_mean(phi, y, held_out, U, T))) == y_held_out
         return [float(right[:n_val].mean()), float(right[n_val:].mean())], right[n_val:]
 
     gp_U = theory.gp_order_parameters(heads, sigma2)[0]
-    gp_scores = [scores(gp_U, T) for T in temperatures]
+    gp_scores = [evaluate(gp_U, T) for T in temperatures]
     gp = np.array([acc for acc, _ in gp_scores])  # (nT, 2)
     gp_correct = np.array([right for _, right in gp_scores])  # (nT, n_test)
     gp_sel = select(gp[:, 0])
@@ -91,7 +91,7 @@ def grid(
             for layer, U in enumerate(sol.Us):
                 Us[layer][i, j] = U
             grad_max[i, j], iterations[i, j] = sol.grad_max, sol.iterations
-            acc[i, j], correct[i, j] = scores(jnp.asarray(sol.Us[0]), T)
+            acc[i, j], correct[i, j] = evaluate(jnp.asarray(sol.Us[0]), T)
         elapsed, done = time.perf_counter() - start, (i + 1) / len(widths)
         log.info("N=%d: validation %s, test %s; %.0f s elapsed, ETA %.0f s", N,
                  np.round(acc[i, :, 0], 3), np.round(acc[i, :, 1], 3), elapsed,
@@ -120,4 +120,4 @@ def grid_datasets(g: Grid, f: dict[str, jax.Array], heads: Sequence[int], widths
             "gp/validation": g.gp[:, 0], "gp/test": g.gp[:, 1], "gp_selected": g.gp_selected,
             "pc_overlaps/fw": theory.pc_overlaps(phi, y, jnp.asarray(U_score), n_pcs),
             "pc_overlaps/gp": theory.pc_overlaps(phi, y, g.gp_U, n_pcs),
-            "head_scores": head_paths.scores(U_score, len(heads), heads[0])}
+            "head_scores": scores(U_score, len(heads), heads[0])}

@@ -28,7 +28,7 @@ import optax
 from jax import lax
 
 from workflow_lib.attention import icl
-from workflow_lib.studies.omniglot import data as omniglot
+from workflow_lib.studies.omniglot.data import Embeddings, episode_draw, sequences
 
 log = logging.getLogger("workflow_lib.attention")
 PLATEAU_LOSS = 0.95  # a final block's training loss below this has left the plateau (1)
@@ -87,10 +87,10 @@ class Trained(NamedTuple):
 
 def train(
     key: jax.Array, net: icl.Net, recipe: Recipe, tokens: jax.Array, starts: jax.Array,
-    emb: omniglot.Embeddings, held_out: tuple[jax.Array, jax.Array] | None = None,
+    emb: Embeddings, held_out: tuple[jax.Array, jax.Array] | None = None,
 ) -> Trained:
     """Adam (L2 ``weight_decay``) on the square loss, ``recipe.batch`` fresh episodes per step
-    from the bank ``tokens: (n, n_patches, N0)``/``starts`` (``omniglot.Bank``); after each block
+    from the bank ``tokens: (n, n_patches, N0)``/``starts`` (``data.Bank``); after each block
     the accuracy on ``held_out = (x0: (n, T, N0), y: (n,))``."""
     k_init, k_data = jax.random.split(key)
     tokens, starts = jnp.asarray(tokens), jnp.asarray(starts)
@@ -100,9 +100,9 @@ def train(
     keep = icl.all_heads(net)
 
     def loss(p, s):
-        images, labels, y = omniglot.episode_draw(jax.random.fold_in(k_data, s), starts,
+        images, labels, y = episode_draw(jax.random.fold_in(k_data, s), starts,
                                                   recipe.batch, identical=recipe.identical(s))
-        x0 = omniglot.sequences(tokens, emb, images, labels)
+        x0 = sequences(tokens, emb, images, labels)
         return jnp.mean(jnp.square(icl.forward(p, net, x0, keep) - y))
 
     @jax.jit

@@ -26,8 +26,8 @@ def _sequences(cfg) -> int:
 
 
 def _sample_minutes(cfg, wc) -> float:
-    """Spin updates of every production chain of the β tuning, at a conservative 2e6 updates per
-    second and thread for C = 20 (scaled by C)."""
+    """Spin updates of every production chain of the β tuning, at 2e6 updates per second and
+    thread for C = 20 (scaled by C): a rate below the sampler's, not a measurement."""
     s, t, p = cfg["sampling"], cfg["beta_tuning"], cfg["potts"]
     chains = 1 if p["beta"] is not None else t["candidates"] * t["rounds"] + t["grid_points"]
     updates = p["L"] * (s["burn_in"] + _sequences(cfg) * s["sweeps_between"]) * chains
@@ -35,8 +35,8 @@ def _sample_minutes(cfg, wc) -> float:
 
 
 def _train_minutes(cfg, wc) -> float:
-    """Epochs x sequences x L x C x restarts x realisations of the chunk, about 4x the measured
-    CPU time of factored attention; the transformers cost 8x as much per restart."""
+    """Epochs x sequences x L x C x restarts x realisations of the chunk, a transformer's restart
+    counted 8 times."""
     t, p = cfg["training"], cfg["potts"]
     family, _ = parse_arch(wc["arch"])
     deep = 8 if family.startswith("vanilla") else 1

@@ -6,13 +6,15 @@ import logging
 
 import numpy as np
 
-from workflow_lib.artefacts import POTTS_COUPLINGS, POTTS_SAMPLES, read_artefact, write_artefact
+from workflow_lib.artefacts import read_artefact, write_artefact
 from workflow_lib.keys import stage_key
 from workflow_lib.potts import model
+from workflow_lib.potts.artefact import POTTS_SAMPLES
 from workflow_lib.potts.beta_tuning import TuningError
 from workflow_lib.potts.protocols import PROTOCOLS
 from workflow_lib.potts.verified_sampling import sample_to_target
 from workflow_lib.registry import Job, StageError
+from workflow_lib.studies.potts_paper.artefacts import POTTS_COUPLINGS
 
 log = logging.getLogger("workflow_lib.stages")
 

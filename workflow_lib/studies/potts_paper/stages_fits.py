@@ -7,19 +7,15 @@ import logging
 
 import numpy as np
 
-from workflow_lib.artefacts import (
-    MLM_TRAIN,
-    PLM_FIT,
-    SAMPLE_COMPLEXITY,
-    load_samples,
-    write_artefact,
-)
+from workflow_lib.artefacts import write_artefact
 from workflow_lib.keys import stage_key
 from workflow_lib.mlm.architectures import parse_arch, restarts
 from workflow_lib.mlm.plm import effective_l2, fit_plm, plm_config
 from workflow_lib.mlm.train import Problem, train_many
+from workflow_lib.potts.artefact import load_samples
 from workflow_lib.registry import Job
 from workflow_lib.sequences import first_near_duplicate, in_training_set
+from workflow_lib.studies.potts_paper.artefacts import MLM_TRAIN, PLM_FIT, SAMPLE_COMPLEXITY
 
 log = logging.getLogger("workflow_lib.stages")
 

@@ -9,9 +9,10 @@ import zlib
 
 import numpy as np
 
-from workflow_lib.artefacts import REPLICA_SIMULATIONS, REPLICA_THEORY, write_artefact
+from workflow_lib.artefacts import write_artefact
 from workflow_lib.registry import Job
 from workflow_lib.replica import curves, gaussian
+from workflow_lib.studies.potts_paper.artefacts import REPLICA_SIMULATIONS, REPLICA_THEORY
 
 log = logging.getLogger("workflow_lib.stages")
 

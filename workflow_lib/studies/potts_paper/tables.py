@@ -12,16 +12,16 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from workflow_lib.artefacts import (
+from workflow_lib.artefacts import read_artefact
+from workflow_lib.mlm.architectures import FIG2B
+from workflow_lib.potts.artefact import POTTS_SAMPLES
+from workflow_lib.studies.potts_paper.artefacts import (
     MLM_TRAIN,
     PLM_FIT,
-    POTTS_SAMPLES,
     REPLICA_SIMULATIONS,
     REPLICA_THEORY,
     SAMPLE_COMPLEXITY,
-    read_artefact,
 )
-from workflow_lib.mlm.architectures import FIG2B
 
 TRAIN_FINAL = ("train_loss", "test_loss", "test_loss_heldout", "test_overlap", "recon_error",
                "pearson_r", "rel_improvement", "grad_norm", "steps_per_second", "wall_seconds")

@@ -13,7 +13,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from workflow_lib.artefacts import PROTEIN_DATA, PROTEIN_FIT, read_artefact, write_artefact
+from workflow_lib.artefacts import read_artefact, write_artefact
 from workflow_lib.keys import stage_key
 from workflow_lib.proteins.alignment import ALPHABET, filter_gaps, read_alignment, read_distances
 from workflow_lib.proteins.fitting import fit_model
@@ -21,6 +21,7 @@ from workflow_lib.proteins.models import weighted_mean
 from workflow_lib.proteins.splits import held_out_split
 from workflow_lib.proteins.weights import sequence_weights
 from workflow_lib.registry import Job, StageError
+from workflow_lib.studies.proteins.artefacts import PROTEIN_DATA, PROTEIN_FIT
 
 log = logging.getLogger("workflow_lib.proteins")
 

@@ -7,10 +7,11 @@ import logging
 
 import pandas as pd
 
-from workflow_lib.artefacts import PROTEIN_DATA, PROTEIN_FIT, read_artefact, write_csv
+from workflow_lib.artefacts import read_artefact, write_csv
 from workflow_lib.claims import log_claims
 from workflow_lib.registry import Job
 from workflow_lib.studies.proteins import tables
+from workflow_lib.studies.proteins.artefacts import PROTEIN_DATA, PROTEIN_FIT
 from workflow_lib.studies.proteins.claims import claims_table
 
 log = logging.getLogger("workflow_lib.stages")

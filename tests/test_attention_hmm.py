@@ -1,4 +1,5 @@
-"""Attention paths (spec attention_paths.md): model, task, theory, samples and stages."""
+"""The attention-paths study on the hidden-Markov-chain task (Tiberi et al. 2024): model, task,
+theory, samples and stages."""
 
 from __future__ import annotations
 
@@ -13,9 +14,10 @@ import scipy.optimize
 import yaml
 
 import workflow_lib  # noqa: F401  (float64)
-from workflow_lib.artefacts import PATHS_SAMPLES, PATHS_THEORY, read_artefact
+from workflow_lib.artefacts import read_artefact
 from workflow_lib.attention import model, sampling, tasks, theory
 from workflow_lib.config import load_config
+from workflow_lib.studies.attention_hmm.artefacts import PATHS_SAMPLES, PATHS_THEORY
 from workflow_lib.studies.attention_hmm.registry import STUDY as HMM
 
 T_RIDGE = 0.01

@@ -1,0 +1,9 @@
+"""The schema tags of the Potts paper's artefacts (attribute ``schema``; the samples' tag is
+``workflow_lib.potts.artefact.POTTS_SAMPLES``, read beyond this study)."""
+
+POTTS_COUPLINGS = "potts-couplings/1"
+MLM_TRAIN = "mlm-train/2"
+PLM_FIT = "plm-fit/1"
+SAMPLE_COMPLEXITY = "sample-complexity/2"
+REPLICA_THEORY = "replica-theory/1"
+REPLICA_SIMULATIONS = "replica-simulations/1"
