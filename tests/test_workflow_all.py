@@ -12,9 +12,9 @@ import yaml
 from tests.test_mlm import BATCHED_RTOL
 from tests.workflow_runs import clone, snakemake_in
 from workflow_lib.artefacts import read_artefact
-from workflow_lib.studies.potts_paper.artefacts import MLM_TRAIN
 from workflow_lib.config import load_config
 from workflow_lib.registry import studies
+from workflow_lib.studies.potts_paper.artefacts import MLM_TRAIN
 
 pytestmark = pytest.mark.slow
 
