@@ -60,6 +60,12 @@ def _data_mb(cfg, wc) -> float:
     return 2000 + 64 * _sequences(cfg) * cfg["potts"]["L"] * cfg["potts"]["C"] / 1e6
 
 
+def _train_mb(cfg, wc) -> float:
+    """Room for JAX twice, and twice the data set's share of ``_data_mb`` per realisation of the
+    chunk."""
+    return 4000 + 2 * len(wc["realisations"]) * (_data_mb(cfg, wc) - 2000)
+
+
 def _has_fig2b(cfg) -> bool:
     """Fig. 2b shows J and the maps of the trained architectures it compares (``FIG2B``)."""
     return any(arch in FIG2B for arch in cfg["training"]["architectures"])
@@ -90,8 +96,7 @@ STUDY = Study(
              _sample_minutes, _data_mb, threaded=True, gpu=True),
         Rule("train", f"{STAGES}.stages_fits:train",
              lambda cfg, wc: _chunk(cfg, wc, arch=wc["arch"], training=cfg["training"]),
-             _train_minutes, lambda cfg, wc: (1 + len(wc["realisations"])) * _data_mb(cfg, wc),
-             threaded=True, gpu=True),
+             _train_minutes, _train_mb, threaded=True, gpu=True),
         Rule("plm", f"{STAGES}.stages_fits:plm",
              lambda cfg, wc: _realisation(cfg, wc, kind=wc["kind"], plm=cfg["plm"]),
              _plm_minutes, _data_mb, threaded=True),
