@@ -127,8 +127,10 @@ def run(spec: ArchSpec, opt: optax.GradientTransformation, plan: Plan, progress:
     trained side by side): for problem ``k``, ``R`` random initialisations from ``key[k]``,
     trained on ``train[k]: (M, L)`` and evaluated on ``test[k]: (M_test, L)`` against the true
     model ``(J[k], U[k], beta[k])``; ``heldout[k]: (M_test,)`` bool, test sequences absent from
-    the training set. Problem ``k``'s numbers do not depend on the other problems (within
-    float32 rounding: XLA may order a batched reduction differently).
+    the training set. Problem ``k``'s numbers do not depend on the other problems but through
+    float32 rounding (XLA may order a batched reduction differently), which Adam's normalised
+    steps carry along: the factored family ends where it ends alone, a transformer's trajectory
+    drifts (``train.train_many``).
 
     Returns the optimal test loss ``(K,)`` and, per problem and restart (leading axes ``(K,
     R)``), the final params, the attention map ``(K, R, L, L)``, the training loss on all sites
