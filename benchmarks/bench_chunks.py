@@ -114,8 +114,8 @@ def main() -> None:
                     projected_min_per_realisation=round(minutes, 3))
     hours = sum(best[arch] * jobs[arch] for arch in archs) * cfg["realisations"] / 60
     n_jobs = sum(jobs.values()) * cfg["realisations"]
-    print(f"the preset's training: {n_jobs} fits, {hours:.1f} h of job time; wall "
-          f"{hours / 2:.1f} h on 2 cores, {hours / 8:.1f} h on 8")
+    print(f"the preset's training: {n_jobs} fits, {hours:.2f} h of job time; wall "
+          f"{hours / 2:.2f} h on 2 cores, {hours / 8:.2f} h on 8")
     rec.add(table="projection", jobs=n_jobs, job_hours=round(hours, 2),
             wall_hours_2_cores=round(hours / 2, 2), wall_hours_8_cores=round(hours / 8, 2))
 
