@@ -11,7 +11,7 @@ import sys
 import yaml
 
 from tests.conftest import ROOT
-from workflow_lib.registry import STUDY_NAMES, rules
+from workflow_lib.registry import STUDY_NAMES, chunk_label, chunk_rule, chunks, registered, rules
 
 RULE_FILES = [ROOT / "Snakefile", *sorted((ROOT / "rules").glob("*.smk"))]
 
@@ -64,3 +64,15 @@ def test_the_software_environment_installs_this_checkout():
     pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
     assert [(ROOT / "envs" / each).resolve() for each in pip] == [ROOT]
     assert (ROOT / "pyproject.toml").is_file()
+
+
+def test_chunk_rules_name_their_registered_rule_and_realisations():
+    """A chunk's rule (``train_r3``, ``train_r0_9``) maps back to its registered rule, and no
+    registered rule's name reads as a chunk's."""
+    assert chunks(list(range(7)), 3) == [[0, 1, 2], [3, 4, 5], [6]]
+    assert [chunk_label(c) for c in chunks(list(range(4)), 3)] == ["r0-2", "r3"]
+    for name in rules():
+        assert registered(name) == name
+        for chunk in ([3], list(range(10))):
+            assert registered(chunk_rule(name, chunk)) == name
+    assert chunk_rule("train", list(range(10))) == "train_r0_9"
