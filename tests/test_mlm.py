@@ -394,8 +394,10 @@ def test_convergence_recorded_and_unconverged_flagged(potts, tmp_path):
         training = {**schema_defaults("training"), **FAST, "epochs": epochs,
                     "init_scale": 1.0}  # fmt: skip
         out = tmp_path / f"factored_{epochs}.h5"
-        job = Job(input={"samples": str(tmp_path / "samples.h5")}, output={"model": str(out)},
-                  params={"seed": 0, "realisation": 0, "arch": "factored", "training": training})
+        job = Job(input={"samples_r0": str(tmp_path / "samples.h5")},
+                  output={"model_r0": str(out)},
+                  params={"seed": 0, "realisations": [0], "arch": "factored",
+                          "training": training})  # fmt: skip
         stages_fits.train(job)
         paths.append(str(out))
     long, short = (read_artefact(p, MLM_TRAIN) for p in paths)
