@@ -1,13 +1,19 @@
-"""``scripts/make_protein_data.py subsample``, the documented way to subsample a family of one's
-own: run as a user runs it, on the shipped PF00014 subsample."""
+"""A family of one's own as docs/proteins.md tells a user to run it: ``scripts/make_protein_data.py
+subsample`` run as a user runs it (on the shipped PF00014 subsample), and the docs' short config
+files merged over ``config/proteins.yaml``."""
 
 from __future__ import annotations
 
 import gzip
 import hashlib
+import re
 import subprocess
 import sys
 from pathlib import Path
+
+import yaml
+
+from workflow_lib.config import read_config_files
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "make_protein_data.py"
@@ -62,3 +68,31 @@ def test_subsample_bad_input_one_line(tmp_path):
         lines = done.stderr.strip().splitlines()
         assert len(lines) == 1 and message in lines[0] and str(source) in lines[0], done.stderr
     assert not (tmp_path / "out.fasta.gz").exists()
+
+
+def test_the_docs_config_files_merge_over_the_preset(tmp_path):
+    """The docs' ``my.yaml`` (its families pointed at a shipped family) and budget block, merged
+    over ``config/proteins.yaml`` as the documented command does: the user's family replaces the
+    preset's, the budget keys change, every other key stays the preset's."""
+    text = (ROOT / "docs" / "proteins.md").read_text()
+    own = text[text.index("## Your own alignment"):text.index("## What the study does")]
+    blocks = [yaml.safe_load(block) for block in re.findall(r"```yaml\n(.*?)```", own, re.S)]
+    mine = next(b for b in blocks if "results" in b)
+    budget = next(b for b in blocks if "compute" in b)
+    mine["proteins"]["families"][0] |= {"alignment": str(SHIPPED),
+                                        "distances": str(SHIPPED.with_name("PF00014_struct.dat"))}
+    files = [ROOT / "config.yaml", ROOT / "config" / "proteins.yaml"]
+    for name, block in (("my.yaml", mine), ("budget.yaml", budget)):
+        (tmp_path / name).write_text(yaml.safe_dump(block))
+        files.append(tmp_path / name)
+    preset = read_config_files(files[:2])["proteins"]
+    got = read_config_files(files)
+    p = got["proteins"]
+    assert p["families"] == mine["proteins"]["families"] and got["results"] == mine["results"]
+    assert got["compute"]["threads"] == 1
+    changed = set(budget["proteins"])
+    assert {k: p[k] for k in changed if k != "transformer"} == {
+        k: v for k, v in budget["proteins"].items() if k != "transformer"}
+    assert p["transformer"] == preset["transformer"] | budget["proteins"]["transformer"]
+    assert {k: v for k, v in p.items() if k not in changed | {"families"}} == {
+        k: v for k, v in preset.items() if k not in changed | {"families"}}
