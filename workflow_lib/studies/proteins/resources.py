@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from workflow_lib.proteins.alignment import alignment_size
+from workflow_lib.proteins.alignment import AlignmentError, alignment_size
 from workflow_lib.registry import Config, Wildcards
 
 # Relative paths of a config are relative to the repository, the Snakefile's folder: this package's
@@ -126,14 +126,15 @@ def _size(path: str, stamp: tuple[int, int]) -> tuple[int, int]:
 
 def family_size(cfg: Config, family: str) -> tuple[int, int]:
     """``(M, L)`` of the alignment of ``proteins.families`` entry ``family`` (read once per
-    file version)."""
+    file version); ``(1, 1)`` when it cannot be read: the family's ``protein_data`` job then
+    gets the least and stops with the file's one-line problem in its log."""
     entry = next(each for each in cfg["proteins"]["families"] if each["name"] == family)
     path = os.fspath(Path(REPOSITORY, entry["alignment"]))
     try:
         info = os.stat(path)
-    except OSError:  # alignment_size reports it in one line
-        return alignment_size(path)
-    return _size(path, (info.st_mtime_ns, info.st_size))
+        return _size(path, (info.st_mtime_ns, info.st_size))
+    except (OSError, AlignmentError):
+        return 1, 1
 
 
 def data_minutes(cfg: Config, wildcards: Wildcards) -> float:
