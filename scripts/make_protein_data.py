@@ -1,10 +1,18 @@
 """Write the shipped protein data of ``data/proteins/`` from clones of pagnani/ArDCAData and
-francescocaredda/DataAttentionDCA.
+francescocaredda/DataAttentionDCA, or subsample an alignment of your own the same way.
 
-Usage: ``python scripts/make_protein_data.py ARDCADATA_GIT_DIR DATAATTENTIONDCA_GIT_DIR
-[--out DIR]``, each a clone (bare or not) of https://github.com/pagnani/ArDCAData and
-https://github.com/francescocaredda/DataAttentionDCA; files are read from its ``HEAD`` with
-``git show``. ``DIR`` defaults to ``data/proteins`` of the repository.
+Usage:
+
+- ``python scripts/make_protein_data.py shipped ARDCADATA_GIT_DIR DATAATTENTIONDCA_GIT_DIR
+  [--out DIR]``, each a clone (bare or not) of https://github.com/pagnani/ArDCAData and
+  https://github.com/francescocaredda/DataAttentionDCA; files are read from its ``HEAD`` with
+  ``git show``. ``DIR`` defaults to ``data/proteins`` of the repository.
+- ``python scripts/make_protein_data.py subsample ALIGNMENT OUT --size N [--seed S]``: ``N``
+  records of the FASTA file ``ALIGNMENT`` (plain or gzipped) drawn as the shipped subsamples are
+  (below; ``S`` defaults to 0), written gzipped to ``OUT``; prints the records kept of the total
+  and the sha256 of ``OUT``.
+
+The shipped files:
 
 - ``PF00014/PF00014.fasta.gz``: 2000 records of ArDCAData's
   ``data/PF00014/PF00014_mgap6.fasta.gz`` chosen by
@@ -89,16 +97,9 @@ def gzip_bytes(data: bytes) -> bytes:
     return buffer.getvalue()
 
 
-def main() -> None:
-    """Read the repositories given on the command line and write the shipped files."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("ardca", type=Path, help="clone of pagnani/ArDCAData (bare or not)")
-    parser.add_argument("attention", type=Path,
-                        help="clone of francescocaredda/DataAttentionDCA (bare or not)")
-    parser.add_argument("--out", type=Path,
-                        default=Path(__file__).resolve().parents[1] / "data" / "proteins")
-    args = parser.parse_args()
-    repos = {"ardca": args.ardca, "attention": args.attention}
+def write_shipped(ardca: Path, attention: Path, out: Path) -> None:
+    """Read the two repositories and write the shipped files under ``out``."""
+    repos = {"ardca": ardca, "attention": attention}
     for name, git_dir in repos.items():
         commit = subprocess.run(["git", "--git-dir", str(git_dir), "rev-parse", "HEAD"],
                                 check=True, capture_output=True, text=True).stdout.strip()
@@ -109,10 +110,59 @@ def main() -> None:
                 for repo, source, target in GZIPPED}
     outputs |= {target: git_show(repos[repo], source) for repo, source, target in COPIES}
     for target, data in outputs.items():
-        path = args.out / target
+        path = out / target
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
         print(f"{hashlib.sha256(data).hexdigest()}  {target}  ({len(data)} bytes)")
+
+
+def write_subsample(alignment: Path, out: Path, size: int, seed: int) -> None:
+    """Write ``size`` records of ``alignment`` to ``out`` (gzipped, atomically); exit with one
+    line when the file cannot be read or holds fewer records."""
+    try:
+        fasta = alignment.read_bytes()
+    except OSError as error:
+        raise SystemExit(f"{alignment}: cannot be read ({error.strerror}); give an existing "
+                         "FASTA file") from None
+    if fasta[:2] == b"\x1f\x8b":
+        try:
+            fasta = gzip.decompress(fasta)
+        except (OSError, EOFError) as error:
+            raise SystemExit(f"{alignment}: not a complete gzip file ({error}); download it "
+                             "again") from None
+    total = len(fasta_records(fasta.decode().rstrip("\n")))
+    if not 0 < size <= total:
+        raise SystemExit(f"--size {size}: {alignment} holds {total} records; give a size "
+                         f"from 1 to {total}")
+    data = subsample(fasta, size, seed)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    partial = out.with_name(out.name + ".part")
+    partial.write_bytes(data)
+    partial.replace(out)
+    print(f"{size} of {total} records (seed {seed}) -> {out}  sha256 "
+          f"{hashlib.sha256(data).hexdigest()}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the subcommand given on the command line."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    shipped = commands.add_parser("shipped", help="write the shipped files of data/proteins")
+    shipped.add_argument("ardca", type=Path, help="clone of pagnani/ArDCAData (bare or not)")
+    shipped.add_argument("attention", type=Path,
+                         help="clone of francescocaredda/DataAttentionDCA (bare or not)")
+    shipped.add_argument("--out", type=Path,
+                         default=Path(__file__).resolve().parents[1] / "data" / "proteins")
+    own = commands.add_parser("subsample", help="subsample an alignment of your own")
+    own.add_argument("alignment", type=Path, help="FASTA alignment, plain or gzipped")
+    own.add_argument("out", type=Path, help="the subsample, written gzipped")
+    own.add_argument("--size", type=int, required=True, help="records to keep")
+    own.add_argument("--seed", type=int, default=SUBSAMPLE_SEED)
+    args = parser.parse_args(argv)
+    if args.command == "shipped":
+        write_shipped(args.ardca, args.attention, args.out)
+    else:
+        write_subsample(args.alignment, args.out, args.size, args.seed)
 
 
 if __name__ == "__main__":

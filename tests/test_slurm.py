@@ -187,7 +187,8 @@ def test_resources_grow_with_the_preset_and_the_attempt():
     quick = load_config(yaml.safe_load((REPO / "config.yaml").read_text()))
     paper = load_config(yaml.safe_load((REPO / "config" / "paper.yaml").read_text()))
     wildcards = {"r": "0", "realisations": [0], "arch": "factored", "kind": "full",
-                 "panel": "fig2a", "experiment": "four_paths", "N": "10"}
+                 "panel": "fig2a", "experiment": "four_paths", "N": "10",
+                 "family": "PF00014_2000", "model": "plmdca"}
     for name, entry in rules().items():
         first, second = (entry.resources(quick, wildcards, k) for k in (1, 2))
         assert first["runtime"] >= 1 and first["mem_mb"] >= 500, (name, first)

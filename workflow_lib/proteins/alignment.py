@@ -134,6 +134,23 @@ def read_alignment(path: str | Path) -> Alignment:
     return Alignment(names=tuple(names), seqs=seqs, path=str(path))
 
 
+def alignment_size(path: str | Path) -> tuple[int, int]:
+    """``(M, L)`` of a gapped FASTA or A3M alignment, plain or gzipped, without parsing it: the
+    number of '>' headers and the aligned columns of the first record (upper-case letters and
+    '-'). Cheap enough to call while Snakemake plans the jobs; upper bounds of the sizes after
+    the gap filter. Raises ``AlignmentError`` (one line) for the problems ``read_alignment``
+    reports on opening, and for a file without records."""
+    path = Path(path)
+    lines = _open_text(path, "alignment").splitlines()
+    headers = [number for number, line in enumerate(lines) if line.startswith(">")]
+    if not headers:
+        raise AlignmentError(f"{path}: no records (no '>' header); give a gapped FASTA or A3M "
+                             "alignment with one '>' header per sequence")
+    end = headers[1] if len(headers) > 1 else len(lines)
+    first = "".join(lines[headers[0] + 1 : end]).strip()
+    return len(headers), sum(char.isupper() or char == "-" for char in first)
+
+
 def filter_gaps(
     seqs: np.ndarray, max_gap_sequence: float, max_gap_column: float
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

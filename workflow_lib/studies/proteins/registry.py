@@ -6,6 +6,7 @@ tables, the figures and the claims table of the protein claim that motivates the
 from __future__ import annotations
 
 from workflow_lib.registry import Panel, Rule, Study, constant, no_params, panel_params
+from workflow_lib.studies.proteins import resources
 
 STAGES = "workflow_lib.studies.proteins"
 DRAW = f"{STAGES}.figures"
@@ -42,11 +43,12 @@ STUDY = Study(
           "attention suffice to predict protein contacts, bioRxiv 2020; Rende, Gerace, Laio & "
           "Goldt, Phys. Rev. Research 6, 023057 (2024)",
     rules=(
-        Rule("protein_data", f"{STAGES}.stages:protein_data", _data_params, constant(20),
-             constant(4000)),
-        # plmDCA at L = 202: 18 M couplings, whose L-BFGS history of 20 pairs holds 6 GB
-        Rule("protein_fit", f"{STAGES}.stages:protein_fit", _fit_params, constant(180),
-             constant(16000), threaded=True, gpu=True),
+        # runtime and memory from the family's L and M and the model, fitted to the protein
+        # benchmark (resources.py)
+        Rule("protein_data", f"{STAGES}.stages:protein_data", _data_params,
+             resources.data_minutes, resources.data_mb),
+        Rule("protein_fit", f"{STAGES}.stages:protein_fit", _fit_params, resources.fit_minutes,
+             resources.fit_memory, threaded=True, gpu=True),
         Rule("protein_tables", f"{STAGES}.stages_results:protein_tables", _evaluation_params,
              constant(10), constant(2000), local=True),
         Rule("protein_claims", f"{STAGES}.stages_results:protein_claims", no_params,

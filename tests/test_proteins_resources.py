@@ -1,0 +1,136 @@
+"""The protein jobs' SLURM runtime and memory: read from the family's size at planning time,
+growing with L, M and the budget, and bounding what the protein benchmark and the committed
+four-family run measured."""
+
+from __future__ import annotations
+
+import gzip
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from tests.conftest import ROOT
+from workflow_lib.config import read_config_files
+from workflow_lib.proteins.alignment import AlignmentError, alignment_size, read_alignment
+from workflow_lib.studies.proteins import resources
+from workflow_lib.studies.proteins.registry import STUDY
+
+BENCH = ROOT / "benchmarks" / "results" / "bench_proteins.csv"
+FAMILIES = ROOT / "docs" / "results" / "families"
+KINDS = ("plmdca", "factored", "vanilla1", "vanilla3")
+
+
+@pytest.mark.parametrize("path", ["PF00014/PF00014.fasta.gz", "PF00677/PF00677.fasta.gz",
+                                  "PF13354/PF13354.fasta.gz"])
+def test_alignment_size_is_the_alignments_shape(path):
+    full = ROOT / "data" / "proteins" / path
+    assert alignment_size(full) == read_alignment(full).seqs.shape
+
+
+def test_alignment_size_of_a3m_multiline_records_and_bad_files(tmp_path):
+    a3m = tmp_path / "x.a3m.gz"
+    a3m.write_bytes(gzip.compress(b"#comment\n>a\nAC-d\nDE\n>b\nACa-DE\n>c\nACD-E\n"))
+    assert alignment_size(a3m) == read_alignment(a3m).seqs.shape == (3, 5)
+    empty = tmp_path / "empty.fasta"
+    empty.write_text("")
+    for path, message in ((empty, "no records"), (tmp_path / "missing.fasta", "no such")):
+        with pytest.raises(AlignmentError, match=message) as info:
+            alignment_size(path)
+        assert str(path) in str(info.value) and "\n" not in str(info.value)
+
+
+def bench_rows() -> pd.DataFrame:
+    rows = pd.read_csv(BENCH)
+    rows["M_all"] = rows["M"] + rows["M_test"]
+    return rows
+
+
+def test_the_laws_bound_every_benchmark_row():
+    """Each benchmark row's measured wall time and peak memory are below the estimate for its
+    own L, M, heads and budget (the constants are bounds fitted to this CSV)."""
+    rows = bench_rows()
+    assert (rows["model"] == "baseline").any() and rows["M"].nunique() > 1
+    for row in rows.itertuples():
+        if row.model == "baseline":
+            if not pd.isna(row.wall_s):
+                assert resources.BASELINE["seconds"](row.L, row.M_all) >= row.wall_s, row
+            assert resources.BASELINE["mb"](row.L, row.M_all) >= row.peak_rss_mb, row
+            continue
+        kind, H = resources.model_kind(row.model)
+        budget = row.steps if kind.startswith("vanilla") else row.iterations
+        assert resources.fit_seconds(kind, row.L, row.M_all, H, budget) >= row.wall_s, row
+        assert resources.fit_mb(kind, row.L, row.M_all, H) >= row.peak_rss_mb, row
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_estimates_grow_with_L_M_and_the_budget(kind):
+    H = 4 if kind == "factored" else 1
+    for amount in (lambda L, M: resources.fit_seconds(kind, L, M, H, 100),
+                   lambda L, M: resources.fit_mb(kind, L, M, H)):
+        assert amount(50, 1000) < amount(100, 1000) < amount(200, 1000)
+        assert amount(100, 1000) < amount(100, 4000) < amount(100, 16000)
+    assert resources.fit_seconds(kind, 100, 1000, H, 100) < resources.fit_seconds(
+        kind, 100, 1000, H, 1000)
+    if kind == "factored":
+        assert resources.fit_seconds(kind, 100, 1000, 4, 100) < resources.fit_seconds(
+            kind, 100, 1000, 32, 100)
+
+
+def preset(*names: str) -> dict:
+    return read_config_files([ROOT / name for name in names])
+
+
+def test_the_registry_asks_by_family_and_model(tmp_path):
+    """The rules' resources follow the family's alignment and the model: PF13354 (L = 202,
+    M = 7515) asks more than PF00014's subsample (L = 53, M = 2000), 32 heads more than 4; an
+    unreadable alignment plans its jobs at the least."""
+    cfg = preset("config.yaml", "config/proteins_pf13354.yaml")
+    small = preset("config.yaml", "config/proteins_families.yaml")
+    fit, data = STUDY.rule("protein_fit"), STUDY.rule("protein_data")
+    big = fit.resources(cfg, {"family": cfg["proteins"]["families"][0]["name"], "model": "plmdca"})
+    little = fit.resources(small, {"family": "PF00014_2000", "model": "plmdca"})
+    assert big["runtime"] > little["runtime"] and big["mem_mb"] > little["mem_mb"]
+    h4, h32 = (fit.resources(cfg, {"family": "PF13354", "model": f"factored-H{h}"})
+               for h in (4, 32))
+    assert h32["runtime"] > h4["runtime"] and h32["mem_mb"] > h4["mem_mb"]
+    assert resources.data_minutes(cfg, {"family": "PF13354"}) > resources.data_minutes(
+        small, {"family": "PF00014_2000"})
+    # a file that cannot be read plans its jobs at the least (its data job stops with one line:
+    # tests/test_workflow_proteins.py)
+    broken = tmp_path / "broken.fasta.gz"
+    broken.write_bytes(gzip.compress(b">a\nACDE\n")[:12])
+    for path in (broken, tmp_path / "missing.fasta"):
+        small["proteins"]["families"][0]["alignment"] = str(path)
+        assert resources.family_size(small, "PF00014_2000") == (1, 1)
+        assert data.resources(small, {"family": "PF00014_2000"})["runtime"] == 1
+
+
+def test_the_memory_estimates_bound_the_committed_families_run():
+    """Every job of the committed four-family run (config/proteins_families.yaml: M = 2000 and
+    3000, above most of the benchmark's rows) peaked below the memory the registry asks for it.
+    (Its wall times are no check of the runtimes: its jobs shared two cores, two at a time.)"""
+    cfg = preset("config.yaml", "config/proteins_families.yaml")
+    costs = pd.read_csv(FAMILIES / "proteins-costs.csv")
+    checked = 0
+    for job in costs.itertuples():
+        parts = job.job.split("/")
+        if parts[0] != "proteins" or parts[1] == "tables":
+            continue
+        if parts[2] == "data":
+            rule, wildcards = STUDY.rule("protein_data"), {"family": parts[1]}
+        else:
+            rule, wildcards = STUDY.rule("protein_fit"), {"family": parts[1], "model": parts[3]}
+        assert rule.resources(cfg, wildcards)["mem_mb"] >= job.max_rss_mb, job
+        checked += 1
+    assert checked == 4 * (1 + 2 * 4)
+
+
+def test_the_constants_are_the_fit_of_the_benchmark_csv():
+    """``resources.py`` holds what ``benchmarks/fit_protein_resources.py`` prints from the CSV."""
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "fit_protein_resources.py")],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    source = (ROOT / "workflow_lib" / "studies" / "proteins" / "resources.py").read_text()
+    assert done.stdout in source

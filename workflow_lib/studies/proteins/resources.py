@@ -1,0 +1,164 @@
+"""Runtime and memory of the protein study's jobs from the family's size and the model, for the
+SLURM profile (``Rule.minutes`` and ``Rule.mem_mb`` of ``registry.py``).
+
+The size is read while Snakemake plans the jobs, from the alignment file the config names
+(``alignment.alignment_size``): ``M``, its records, and ``L``, its aligned columns, both upper
+bounds of what the gap filter keeps. Each amount is a sum of power laws ``Law`` in ``L``, ``M``
+and the heads ``H``:
+
+- a job's fixed part, ``BASELINE``: ``seconds`` to start, import, read, gap-filter and weigh the
+  alignment, and the ``mb`` this takes (the benchmark's ``baseline`` rows);
+- per model kind (``COSTS``): ``unit``, the seconds of one L-BFGS iteration (plmDCA, factored
+  attention) or one Adam step of batch 64 at width 64 (the transformers); ``rest``, the seconds
+  of compilation and evaluation (held-out and training losses, contact scores); ``mb``, the peak
+  memory above the baseline.
+
+A fit takes ``BASELINE.seconds + units * unit + rest`` seconds, with ``units`` its budget:
+``max_iter`` for plmDCA, ``restarts * max_iter`` for factored attention, ``transformer.steps``
+scaled by the batch (linearly) and the width (squared) above the benchmark's for a transformer;
+and ``BASELINE.mb + mb`` MB. The data stage takes ``BASELINE`` once per weighing (the whole
+alignment's and each held-out split's).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from workflow_lib.proteins.alignment import AlignmentError, alignment_size
+from workflow_lib.registry import Config, Wildcards
+
+# Relative paths of a config are relative to the repository, the Snakefile's folder: this package's
+# parent (Snakemake puts the Snakefile's folder first on sys.path).
+REPOSITORY = Path(__file__).resolve().parents[3]
+# The transformers' batch and width in benchmarks/bench_proteins.py (the schema's defaults).
+BENCH_BATCH, BENCH_WIDTH = 64, 64
+
+
+@dataclass(frozen=True)
+class Law:
+    """``coef * (L / 100) ** l * (M / 1000) ** m * H ** h``."""
+
+    coef: float
+    l: float = 0.0  # noqa: E741 (the exponent of L)
+    m: float = 0.0
+    h: float = 0.0
+
+    def __call__(self, L: float, M: float, H: float = 1) -> float:
+        return self.coef * (L / 100) ** self.l * (M / 1000) ** self.m * H ** self.h
+
+
+# Conservative bounds fitted to benchmarks/results/bench_proteins.csv by
+# benchmarks/fit_protein_resources.py, which prints these lines: each law's exponents by least
+# squares on the logarithms of the CSV's rows (an exponent whose variable takes one value in the
+# rows fixed, at 1 for M, at 0 otherwise; none below 0), then its coefficient raised until the law
+# bounds every row, times a safety factor of 2 (other load, other machines). They bound the sizes
+# the CSV covers; beyond them they extrapolate, and a job that runs out gets twice as much on its
+# next attempt (``Rule.resources``).
+BASELINE = {
+    "seconds": Law(coef=6.13, l=0.05, m=0.0, h=0.0),
+    "mb": Law(coef=622.0, l=0.0, m=0.04, h=0.0),
+}
+COSTS = {
+    "plmdca": {
+        "unit": Law(coef=4.01, l=1.83, m=0.34, h=0.0),
+        "rest": Law(coef=14.7, l=0.76, m=0.16, h=0.0),
+        "mb": Law(coef=2660.0, l=1.69, m=0.1, h=0.0),
+    },
+    "factored": {
+        "unit": Law(coef=0.788, l=1.36, m=0.89, h=0.57),
+        "rest": Law(coef=15.6, l=0.23, m=0.14, h=0.17),
+        "mb": Law(coef=1230.0, l=1.12, m=0.48, h=0.27),
+    },
+    "vanilla1": {
+        "unit": Law(coef=0.0528, l=0.75, m=0.0, h=0.0),
+        "rest": Law(coef=49.9, l=0.68, m=0.16, h=0.0),
+        "mb": Law(coef=1580.0, l=0.66, m=0.22, h=0.0),
+    },
+    "vanilla3": {
+        "unit": Law(coef=0.175, l=1.14, m=0.0, h=0.0),
+        "rest": Law(coef=206.0, l=1.8, m=0.12, h=0.0),
+        "mb": Law(coef=1820.0, l=0.67, m=0.07, h=0.0),
+    },
+}
+
+
+def model_kind(model: str) -> tuple[str, int]:
+    """``(kind, H)`` of a fit's model name: ``factored[_softmax]-H<h>`` -> ``('factored', h)``,
+    else ``(model, 1)`` (``plmdca``, ``vanilla1``, ``vanilla3``)."""
+    prefix, _, heads = model.partition("-H")
+    if prefix in ("factored", "factored_softmax") and heads.isdigit():
+        return "factored", int(heads)
+    if model not in COSTS:
+        raise ValueError(f"unknown protein model {model!r}")
+    return model, 1
+
+
+def units(kind: str, proteins: dict) -> float:
+    """A fit's budget in the benchmark's units (see the module docstring) for a ``proteins``
+    config section."""
+    if kind == "plmdca":
+        return proteins["max_iter"]
+    if kind == "factored":
+        return proteins["restarts"] * proteins["max_iter"]
+    t = proteins["transformer"]
+    return (t["steps"] * max(1.0, t["batch_size"] / BENCH_BATCH)
+            * max(1.0, t["model_dim"] / BENCH_WIDTH) ** 2)
+
+
+def fit_seconds(kind: str, L: float, M: float, H: int, budget: float) -> float:
+    """Seconds of one fit of model kind ``kind`` with ``budget`` units."""
+    cost = COSTS[kind]
+    return BASELINE["seconds"](L, M) + budget * cost["unit"](L, M, H) + cost["rest"](L, M, H)
+
+
+def fit_mb(kind: str, L: float, M: float, H: int) -> float:
+    """Peak memory (MB) of one fit of model kind ``kind``."""
+    return BASELINE["mb"](L, M) + COSTS[kind]["mb"](L, M, H)
+
+
+@cache
+def _size(path: str, stamp: tuple[int, int]) -> tuple[int, int]:
+    return alignment_size(path)
+
+
+def family_size(cfg: Config, family: str) -> tuple[int, int]:
+    """``(M, L)`` of the alignment of ``proteins.families`` entry ``family`` (read once per
+    file version); ``(1, 1)`` when it cannot be read: the family's ``protein_data`` job then
+    gets the least and stops with the file's one-line problem in its log."""
+    entry = next(each for each in cfg["proteins"]["families"] if each["name"] == family)
+    path = os.fspath(Path(REPOSITORY, entry["alignment"]))
+    try:
+        info = os.stat(path)
+        return _size(path, (info.st_mtime_ns, info.st_size))
+    except (OSError, AlignmentError):
+        return 1, 1
+
+
+def data_minutes(cfg: Config, wildcards: Wildcards) -> float:
+    """Runtime of the ``protein_data`` job of family ``wildcards['family']``."""
+    M, L = family_size(cfg, wildcards["family"])
+    return (1 + cfg["proteins"]["realisations"]) * BASELINE["seconds"](L, M) / 60
+
+
+def data_mb(cfg: Config, wildcards: Wildcards) -> float:
+    """Memory of the ``protein_data`` job of family ``wildcards['family']``."""
+    M, L = family_size(cfg, wildcards["family"])
+    return BASELINE["mb"](L, M)
+
+
+def fit_minutes(cfg: Config, wildcards: Wildcards) -> float:
+    """Runtime of the ``protein_fit`` job of ``wildcards['family']`` and ``['model']``."""
+    M, L = family_size(cfg, wildcards["family"])
+    kind, H = model_kind(wildcards["model"])
+    return fit_seconds(kind, L, M, H, units(kind, cfg["proteins"])) / 60
+
+
+def fit_memory(cfg: Config, wildcards: Wildcards) -> float:
+    """Memory of the ``protein_fit`` job of ``wildcards['family']`` and ``['model']``."""
+    M, L = family_size(cfg, wildcards["family"])
+    kind, H = model_kind(wildcards["model"])
+    return fit_mb(kind, L, M, H)
+
