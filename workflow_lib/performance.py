@@ -31,15 +31,15 @@ def first_paragraph(script: Path) -> str:
 
 
 def latest_run(path: Path) -> list[dict[str, str]]:
-    """The rows of the CSV at ``path`` that share the most recent ``date`` and its ``commit``
-    (one run of a benchmark); empty if the file holds no rows."""
+    """The rows of the CSV at ``path`` recorded at the ``commit`` of its most recent row: every
+    run of the benchmark at that commit (one command, or several that measured it in parts);
+    empty if the file holds no rows."""
     with path.open(newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     if not rows:
         return []
     last = max(rows, key=lambda r: r.get("date") or "")
-    key = (last.get("date"), last.get("commit"))
-    return [r for r in rows if (r.get("date"), r.get("commit")) == key]
+    return [r for r in rows if r.get("commit") == last.get("commit")]
 
 
 def _cell(text: str | None) -> str:
@@ -61,7 +61,8 @@ def markdown_table(rows: list[dict[str, str]], columns: list[str]) -> list[str]:
 
 
 def figures(path: Path) -> list[str]:
-    """The lines that show the latest run in the CSV at ``path``: which command gave it, then
+    """The lines that show the latest runs in the CSV at ``path`` (``latest_run``): which command
+    gave them (a column when several did), then
     its rows as a table (the benchmark's columns that hold a value, then the host columns)."""
     rows = latest_run(path) if path.is_file() else []
     if not rows:
@@ -92,7 +93,8 @@ def performance_page(results_dir: Path, benchmarks_dir: Path = BENCHMARKS_DIR) -
         "(`--csv PATH` writes elsewhere); a ratio is always against a baseline measured in the "
         "same run, so that both sides share one host. Every row records its host (`host_cpu`, "
         "`cpus`, JAX's `backend` and `device`, `jax_version`), the `commit` and the UTC `date`, "
-        "and the command that gave it; the tables below show each file's latest run. This page is "
+        "and the command that gave it; the tables below show each file's rows at its latest "
+        "commit. This page is "
         "generated from those files by `workflow_lib.performance`; regenerate it with "
         f"`{REGENERATE}`.",
     ]
