@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import ROOT
 from tests.workflow_runs import clone, snakemake_in
-from workflow_lib.pages import results_page, snapshot, write_docs
+from workflow_lib.pages import cost_by_kind, results_page, snapshot, write_docs
 from workflow_lib.registry import studies
 
 SNAPSHOTS = sorted(p for p in (ROOT / "docs" / "results").glob("*") if p.is_dir())
@@ -127,3 +127,18 @@ def test_a_results_page_shows_its_page_tables_and_measured_job_costs(tmp_path):
     assert "3 jobs; the sum of their wall times 18 s, the longest 12 s" in page
     assert "| proteins/A/r0/plmdca | 12.5 | 11 | 300 |" in page
     assert "| figures/protein_precision | 3.0 |" in page and "potts/other" not in page
+
+
+def test_costs_are_summed_per_kind_of_job():
+    """A realisation or chunk segment (``r3``, ``r0-9``) of a job's path reads ``r*``; nothing
+    else of the path does."""
+    costs = pd.DataFrame({
+        "job": ["train/vanilla3/r0-1", "train/vanilla3/r2", "potts/r0/samples",
+                "potts/r1/samples", "theory/replica_theory", "proteins/PF1_r2/r0/plmdca"],
+        "wall_s": [10.0, 4.0, 1.0, 3.0, 2.0, 5.0], "cpu_s": [9.0, 3.0, 1.0, 2.0, 1.0, 4.0],
+        "max_rss_mb": [1.0] * 6})  # fmt: skip
+    got = cost_by_kind(costs).set_index("kind")
+    assert got.index.tolist() == ["train/vanilla3/r*", "potts/r*/samples",
+                                  "theory/replica_theory", "proteins/PF1_r2/r*/plmdca"]
+    assert got.loc["train/vanilla3/r*"].tolist() == [2, 14.0, 10.0, 12.0]
+    assert got.loc["potts/r*/samples", "jobs"] == 2 and got.loc["potts/r*/samples", "wall_s"] == 4

@@ -115,14 +115,31 @@ def _csv_markdown(df: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def cost_by_kind(costs: pd.DataFrame) -> pd.DataFrame:
+    """``costs`` (``job_costs``) summed over realisations: one row per kind of job (its path with
+    each realisation or chunk, ``r3`` or ``r0-9``, as ``r*``) with columns kind, jobs, wall_s
+    (summed), longest_s and cpu_s (summed); in order of first appearance."""
+    kind = costs["job"].str.replace(r"(?<![^/])r\d+(-\d+)?(?![^/])", "r*", regex=True)
+    grouped = costs.assign(kind=kind).groupby("kind", sort=False)
+    return pd.DataFrame({"jobs": grouped.size(), "wall_s": grouped["wall_s"].sum(),
+                         "longest_s": grouped["wall_s"].max(),
+                         "cpu_s": grouped["cpu_s"].sum()}).reset_index()
+
+
 def _costs_section(costs: pd.DataFrame) -> list[str]:
-    """The Markdown lines of a run's measured job costs (``job_costs``)."""
+    """The Markdown lines of a run's measured job costs (``job_costs``): summed per kind of job
+    (``cost_by_kind``), then job by job."""
     lines = ["## Measured costs", "",
              f"{len(costs)} jobs; the sum of their wall times {costs['wall_s'].sum():.0f} s, the "
              f"longest {costs['wall_s'].max():.0f} s, the largest memory "
              f"{costs['max_rss_mb'].max():.0f} MB; from Snakemake's benchmark of each job on the "
-             "machine of the run (its CPU and load are not recorded).", "",
-             "| job | wall (s) | CPU (s) | max RSS (MB) |", "|---|---|---|---|"]
+             "machine of the run (its CPU and load are not recorded). Per kind of job, summed "
+             "over realisations:", "",
+             "| job | jobs | wall (s) | longest (s) | CPU (s) |", "|---|---|---|---|---|"]
+    lines += [f"| {r.kind} | {r.jobs} | {r.wall_s:.1f} | {r.longest_s:.1f} | {_number(r.cpu_s)} |"
+              for r in cost_by_kind(costs).itertuples()]
+    lines += ["", "Job by job:", "",
+              "| job | wall (s) | CPU (s) | max RSS (MB) |", "|---|---|---|---|"]
     lines += [f"| {r.job} | {r.wall_s:.1f} | {_number(r.cpu_s)} | {_number(r.max_rss_mb)} |"
               for r in costs.itertuples()]
     return [*lines, ""]
