@@ -35,7 +35,7 @@ from record import Recorder, default_csv
 
 import workflow_lib  # noqa: F401  (float64 on)
 from workflow_lib.config import load_config, merge
-from workflow_lib.mlm.architectures import parse_arch, restarts
+from workflow_lib.mlm.architectures import parse_arch, restarts, training_config
 from workflow_lib.mlm.compiled import CompiledRuns
 from workflow_lib.mlm.models import arch_spec
 from workflow_lib.mlm.plan import make_plan
@@ -58,16 +58,11 @@ def problems(k: int, L: int, C: int, n_train: int, n_test: int) -> list[Problem]
                     jax.random.key(i)) for i in range(k)]  # fmt: skip
 
 
-def training_config(training: dict, arch: str, epochs: int) -> dict:
-    """The stage's training config of ``arch`` (as ``stages_fits.train`` builds it), for
-    ``epochs`` epochs, evaluated at the last, without the polish."""
-    family, a = parse_arch(arch)
-    cfg = {k: v for k, v in training.items() if k not in ("architectures", "interpolation_a",
-                                                           "learning_rates", "arch_restarts")}
-    return {**cfg, "learning_rate": training["learning_rates"].get(family,
-                                                                   training["learning_rate"]),
-            "restarts": restarts(training, family), "epochs": epochs, "eval_every": epochs,
-            "polish_max_iter": 0, **({"a": a} if a is not None else {})}
+def timed_config(training: dict, arch: str, epochs: int) -> dict:
+    """The stage's options of ``arch`` (``training_config``) for ``epochs`` epochs, evaluated
+    at the last, without the polish."""
+    return training_config(training, arch) | {"epochs": epochs, "eval_every": epochs,
+                                              "polish_max_iter": 0}
 
 
 def main() -> None:
@@ -102,7 +97,7 @@ def main() -> None:
         steps = make_plan(arch_spec(family, {**t, "a": 0.5}, p["L"], p["C"]),
                           {**t, "restarts": 1}, s["n_train"]).steps
         for k in args.chunks:
-            m = train_many(family, training_config(t, arch, epochs), data[:k],
+            m = train_many(family, timed_config(t, arch, epochs), data[:k],
                            CompiledRuns())[0].metrics
             minutes = (m["compile_seconds"] + t["epochs"] * steps / m["steps_per_second"]) / k / 60
             best[arch] = min(best.get(arch, np.inf), minutes)

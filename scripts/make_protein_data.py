@@ -43,6 +43,8 @@ from pathlib import Path
 
 import numpy as np
 
+from workflow_lib.proteins.alignment import AlignmentError, open_text
+
 SUBSAMPLE_SEED = 0
 # (repository, source path, target path, records kept)
 SUBSAMPLES = (
@@ -119,17 +121,10 @@ def write_shipped(ardca: Path, attention: Path, out: Path) -> None:
 def write_subsample(alignment: Path, out: Path, size: int, seed: int) -> None:
     """Write ``size`` records of ``alignment`` to ``out`` (gzipped, atomically); exit with one
     line when the file cannot be read or holds fewer records."""
-    try:
-        fasta = alignment.read_bytes()
-    except OSError as error:
-        raise SystemExit(f"{alignment}: cannot be read ({error.strerror}); give an existing "
-                         "FASTA file") from None
-    if fasta[:2] == b"\x1f\x8b":
-        try:
-            fasta = gzip.decompress(fasta)
-        except (OSError, EOFError) as error:
-            raise SystemExit(f"{alignment}: not a complete gzip file ({error}); download it "
-                             "again") from None
+    try:  # plain or gzipped, read as the workflow reads an alignment
+        fasta = open_text(alignment, "alignment").encode("latin-1")
+    except AlignmentError as error:
+        raise SystemExit(str(error)) from None
     total = len(fasta_records(fasta.decode().rstrip("\n")))
     if not 0 < size <= total:
         raise SystemExit(f"--size {size}: {alignment} holds {total} records; give a size "

@@ -59,8 +59,8 @@ def test_subsample_bad_input_one_line(tmp_path):
     truncated.write_bytes(SHIPPED.read_bytes()[:5000])
     cases = {
         (SHIPPED, "--size", 2001): "holds 2000 records; give a size from 1 to 2000",
-        (tmp_path / "missing.fasta", "--size", 10): "cannot be read",
-        (truncated, "--size", 10): "not a complete gzip file",
+        (tmp_path / "missing.fasta", "--size", 10): "no such alignment file",
+        (truncated, "--size", 10): "truncated or corrupt gzip file",
     }
     for (source, *rest), message in cases.items():
         done = run(source, tmp_path / "out.fasta.gz", *rest)

@@ -32,6 +32,19 @@ def restarts(training: dict, family: str) -> int:
     return training["arch_restarts"].get(family, training["restarts"])
 
 
+def training_config(training: dict, arch: str) -> dict:
+    """The options of ``train.train_mlm`` for run ``arch`` (``parse_arch``) from a ``training``
+    config section: its family's learning rate (``learning_rates``, else ``learning_rate``) and
+    restarts (the function ``restarts``), its mixing ``a`` when interpolated, every other option
+    as given."""
+    family, a = parse_arch(arch)
+    cfg = {k: v for k, v in training.items() if k not in ("architectures", "interpolation_a",
+                                                           "learning_rates", "arch_restarts")}
+    return cfg | {"learning_rate": training["learning_rates"].get(family,
+                                                                  training["learning_rate"]),
+                  "restarts": restarts(training, family), **({"a": a} if a is not None else {})}
+
+
 def wildcard_pattern() -> str:
     """Regular expression of every run name (the ``arch`` wildcard of the training rule)."""
     return "|".join([*ARCHITECTURES, INTERPOLATED + r"[0-9.e+-]+"])

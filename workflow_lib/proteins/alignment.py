@@ -50,7 +50,7 @@ class Alignment:
     path: str
 
 
-def _open_text(path: Path, kind: str) -> str:
+def open_text(path: Path, kind: str) -> str:
     """The text of the ``kind`` file ``path`` (``"alignment"`` or ``"distance"``), gunzipped when
     it starts with the gzip magic bytes (latin-1, so that each byte is one character).
 
@@ -86,7 +86,7 @@ def read_alignment(path: str | Path) -> Alignment:
     character outside these (with its 1-based column in the record's sequence as written).
     """
     path = Path(path)
-    lines = _open_text(path, "alignment").splitlines()
+    lines = open_text(path, "alignment").splitlines()
     start = 0
     while start < len(lines) and (not lines[start].strip() or lines[start].startswith("#")):
         start += 1
@@ -141,7 +141,7 @@ def alignment_size(path: str | Path) -> tuple[int, int]:
     the gap filter. Raises ``AlignmentError`` (one line) for the problems ``read_alignment``
     reports on opening, and for a file without records."""
     path = Path(path)
-    lines = _open_text(path, "alignment").splitlines()
+    lines = open_text(path, "alignment").splitlines()
     headers = [number for number, line in enumerate(lines) if line.startswith(">")]
     if not headers:
         raise AlignmentError(f"{path}: no records (no '>' header); give a gapped FASTA or A3M "
@@ -194,7 +194,7 @@ def read_distances(path: str | Path, L: int) -> np.ndarray:
     3 or 4 numbers or has a negative or non-finite distance, or an index outside 1..L.
     """
     path = Path(path)
-    text = _open_text(path, "distance")
+    text = open_text(path, "distance")
     distances = np.full((L, L), np.nan)
     found = False
     for number, line in enumerate(text.splitlines(), start=1):
@@ -245,7 +245,7 @@ def check_families(families: list[dict], root: str | Path) -> list[str]:
         if "distances" in family:
             try:
                 if L is None:  # the indices cannot be checked without L: read the text only
-                    _open_text(Path(root, family["distances"]), "distance")
+                    open_text(Path(root, family["distances"]), "distance")
                 else:
                     read_distances(Path(root, family["distances"]), L)
             except AlignmentError as exc:

@@ -9,7 +9,7 @@ import numpy as np
 
 from workflow_lib.artefacts import write_artefact
 from workflow_lib.keys import stage_key
-from workflow_lib.mlm.architectures import parse_arch, restarts
+from workflow_lib.mlm.architectures import parse_arch, training_config
 from workflow_lib.mlm.plm import effective_l2, fit_plm, plm_config
 from workflow_lib.mlm.train import Problem, train_many
 from workflow_lib.potts.artefact import load_samples
@@ -36,11 +36,8 @@ def train(job: Job) -> None:
     p = job.params
     arch, a = parse_arch(p["arch"])
     training = p["training"]
-    lr = training["learning_rates"].get(arch, training["learning_rate"])
-    cfg = {k: v for k, v in training.items() if k not in ("architectures", "interpolation_a",
-                                                           "learning_rates", "arch_restarts")}
-    cfg |= {"learning_rate": lr, "restarts": restarts(training, arch),
-            **({"a": a} if a is not None else {})}
+    cfg = training_config(training, p["arch"])
+    lr = cfg["learning_rate"]
     problems = []
     for r in p["realisations"]:
         train_seqs, test_seqs, J, U, beta = load_samples(job.input[f"samples_r{r}"])
