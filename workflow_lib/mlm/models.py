@@ -150,14 +150,13 @@ def attention_matrix(spec: ArchSpec, A: Array) -> Array:
 def _factored_all_sites(spec: ArchSpec, params: Params, seqs: Array) -> tuple[Array, Array]:
     """Every site masked in turn: logits ``(B, L, C)`` and attention rows ``(B, L, L)``."""
     V = params["V"]
-    onehot = jax.nn.one_hot(seqs, spec.C, dtype=V.dtype)  # (B, L, C)
-    values = onehot @ V.T  # (B, L, C): values[b, j] = V[:, s_bj]
+    values = V.T[seqs]  # (B, L, C): values[b, j] = V[:, s_bj], a gather (no one-hot product)
     w = attention_matrix(spec, params["A"])
     logits = jnp.einsum("ij,bjc->bic", w, values)
     if spec.kind == "factored":
         return logits, jnp.broadcast_to(w, (seqs.shape[0], *w.shape))
     a, V_pos = spec.a, params["V_pos"]
-    G = jnp.einsum("bjk,ik->bij", onehot, params["A_col"]) * _offdiag(spec.L, V.dtype)
+    G = jnp.swapaxes(params["A_col"].T[seqs], 1, 2) * _offdiag(spec.L, V.dtype)  # A_col[i, s_bj]
     corr = params["A"] @ V_pos.T + jnp.einsum("bij,bjc->bic", G, values + a * V_pos.T)
     return logits + a * corr, w + a * G
 
