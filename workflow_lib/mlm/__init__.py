@@ -12,5 +12,6 @@
 - ``metrics``: reconstruction of ``J`` from an attention map, the l2 norm and the convergence
   criterion;
 - ``plm``: full-batch pseudo-likelihood baselines by L-BFGS (``lbfgs``), factored and
-  unconstrained couplings (``fit_plm`` -> ``PLMResult``).
+  unconstrained couplings (``fit_plm`` -> ``PLMResult``); ``sample_complexity``: the factored
+  fit over the training-set size M (``curve`` -> ``Curve``, Fig. 3 right).
 """

@@ -10,11 +10,11 @@ import numpy as np
 from workflow_lib.artefacts import write_artefact
 from workflow_lib.keys import stage_key
 from workflow_lib.mlm.architectures import parse_arch, training_config
-from workflow_lib.mlm.plm import effective_l2, fit_plm, plm_config
+from workflow_lib.mlm.plm import fit_plm, plm_config
+from workflow_lib.mlm.sample_complexity import curve
 from workflow_lib.mlm.train import Problem, train_many
 from workflow_lib.potts.artefact import load_samples
 from workflow_lib.registry import Job
-from workflow_lib.sequences import first_near_duplicate, in_training_set
 from workflow_lib.studies.potts_paper.artefacts import MLM_TRAIN, PLM_FIT, SAMPLE_COMPLEXITY
 
 log = logging.getLogger("workflow_lib.stages")
@@ -95,67 +95,36 @@ def plm(job: Job) -> None:
 def sample_complexity(job: Job) -> None:
     """Factored attention (cross-entropy, small l2, full-batch L-BFGS to convergence from the
     configured starts, the lowest objective kept) on the first M training sequences, for every M
-    of the grid; test loss on the realisation's test set. The penalty's form
-    (``sample_complexity.penalty``): ``mean``, l2 beside the loss averaged over sequences and
-    sites; ``sum``, eq. (6) of the paper, l2 beside the summed loss, fitted as the averaged
-    objective with l2 / (M L) (``plm.effective_l2``).
+    of ``sample_complexity.M``; test loss on the realisation's test set
+    (``sample_complexity.curve``; the l2's form: ``sample_complexity.penalty``).
 
-    Datasets: ``M: (n_M,)``, ``test_loss``, ``test_loss_heldout``, ``train_loss``, ``pearson_r``,
-    ``grad_norm``, ``converged``, ``best_start`` (the start that won: 0 is the spectral one
-    when there is one), ``starts_at_best`` (converged starts that ended within 1e-4 of the kept
-    objective, relative), ``l2_effective`` (the l2 of the averaged objective),
-    ``train_accuracy`` (fraction of the training (sequence, site) pairs whose token the fit
-    predicts), ``separable`` (train_accuracy == 1), ``near_duplicates`` (the first M training
-    sequences hold two one spin apart, which rules out separability): ``(n_M,)``; attributes
-    ``test_overlap`` (fraction of the test sequences in the full training set),
-    ``all_converged``, ``penalty`` and ``first_near_duplicate`` (the smallest M whose first M
-    training sequences hold two one spin apart; NaN when the full training set holds none).
+    Datasets: ``M: (n_M,)`` and per M the curve's columns (``test_loss``,
+    ``test_loss_heldout``, ``train_loss``, ``pearson_r``, ``grad_norm``, ``converged``,
+    ``best_start``, ``starts_at_best``, ``l2_effective``, ``train_accuracy``, ``separable``,
+    ``near_duplicates``); attributes ``test_overlap`` (fraction of the test sequences in the full
+    training set), ``all_converged``, ``penalty`` and ``first_near_duplicate`` (the smallest M
+    whose first M training sequences hold two one spin apart; NaN when the full training set
+    holds none).
     """
     p = job.params
     sc = p["sample_complexity"]
     train_seqs, test_seqs, J, U, beta = load_samples(job.input["samples"])
-    sizes = np.asarray(sc["M"])
-    if sizes.max() > len(train_seqs):
-        raise ValueError(f"sample_complexity.M goes up to {sizes.max()} but the data set has "
-                         f"{len(train_seqs)} training sequences; raise sampling.n_train")
     key = stage_key(p["seed"], "sample_complexity", p["realisation"])
-    cfg = {"l2_full": p["l2_full"],
-           **{k: sc[k] for k in ("start", "l2", "max_iter", "restarts", "grad_tol")}}
-    penalty, L = sc["penalty"], J.shape[0]
-    first_pair = first_near_duplicate(train_seqs)
-    names = ("test_loss", "test_loss_heldout", "train_loss", "pearson_r", "grad_norm",
-             "train_accuracy")
-    rows, converged, best, at_best, l2s = [], [], [], [], []
-    for M in sizes:
-        l2s.append(effective_l2(sc["l2"], penalty, int(M), L))
-        fit = fit_plm("factored", {**cfg, "l2": l2s[-1]}, train_seqs[:M], test_seqs, J, U, beta,
-                      key)
-        rows.append([fit.metrics[k] for k in names])
-        converged.append(fit.metrics["converged"])
-        best.append(fit.metrics["best_restart"])
-        at_best.append(fit.metrics["starts_at_best"])
-        log.info("M = %d: test loss %.4f, train loss %.4f, train accuracy %.4f, max |gradient| "
-                 "%.1e, start %d (%s), %d of %d starts at that minimum: %s", M, rows[-1][0],
-                 rows[-1][2], rows[-1][5], rows[-1][4], best[-1], sc["start"], at_best[-1],
-                 fit.metrics["starts"], "converged" if converged[-1] else "NOT CONVERGED")
-    if not all(converged):
+    result = curve(train_seqs, test_seqs, J, U, beta, key, sc, p["l2_full"])
+    cols, first_pair = result.columns, result.first_near_duplicate
+    if not result.all_converged:
         log.warning("sample complexity r%d: %d of %d fits NOT CONVERGED (M = %s)",
-                    p["realisation"], len(sizes) - sum(converged), len(sizes),
-                    sizes[~np.array(converged)].tolist())
-    columns = dict(zip(names, np.array(rows).T, strict=True))
-    separable = columns["train_accuracy"] == 1.0
-    near = sizes >= first_pair if first_pair is not None else np.zeros(len(sizes), bool)
+                    p["realisation"], int(np.sum(~cols["converged"])), len(cols["M"]),
+                    cols["M"][~cols["converged"]].tolist())
     log.info("sample complexity r%d: separable at M = %s; two training sequences one spin apart "
-             "from M = %s", p["realisation"], sizes[separable].tolist(), first_pair)
+             "from M = %s", p["realisation"], cols["M"][cols["separable"]].tolist(), first_pair)
     write_artefact(
-        job.output["curve"], SAMPLE_COMPLEXITY,
-        {"M": sizes, **columns, "converged": np.array(converged), "best_start": np.array(best),
-         "starts_at_best": np.array(at_best), "l2_effective": np.array(l2s),
-         "separable": separable, "near_duplicates": near},
+        job.output["curve"], SAMPLE_COMPLEXITY, cols,
         p, seeds={"seed": p["seed"], "realisation": p["realisation"]},
-        attrs={"L": J.shape[0], "C": U.shape[0], "optimal_loss": fit.optimal_loss, "beta": beta,
-               "n_test": len(test_seqs), "grad_tol": float(sc["grad_tol"]), "start": sc["start"],
-               "all_converged": bool(all(converged)), "penalty": penalty,
+        attrs={"L": J.shape[0], "C": U.shape[0], "optimal_loss": result.optimal_loss,
+               "beta": beta, "n_test": len(test_seqs), "grad_tol": float(sc["grad_tol"]),
+               "start": sc["start"], "all_converged": result.all_converged,
+               "penalty": sc["penalty"],
                "first_near_duplicate": np.nan if first_pair is None else float(first_pair),
-               "test_overlap": float(np.mean(in_training_set(train_seqs, test_seqs)))},
+               "test_overlap": result.test_overlap},
     )
