@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import csv
 import importlib.util
+import subprocess
+import sys
 from pathlib import Path
 
 from workflow_lib.backend import describe
@@ -88,3 +90,29 @@ def test_performance_page_is_current():
         "docs/performance.md is out of date with benchmarks/results/*.csv; regenerate it with: "
         f"{REGENERATE}"
     )
+
+
+def test_preset_projection_scales_each_realisation_and_keeps_the_rest(tmp_path):
+    """bench_preset.py: a kind of job with a realisation (or chunk) in its path costs its wall
+    time per realisation of the run times the preset's realisations; the others cost what they
+    cost once; the wall time over n cores is the job time over n, never below the longest job."""
+    bench = tmp_path / "run" / "benchmarks"
+    walls = {"potts/r0/samples": 100.0, "potts/r1/samples": 140.0,
+             "train/factored/r0-1": 360.0, "theory/replica_theory": 7200.0}  # fmt: skip
+    for job, seconds in walls.items():
+        (bench / job).parent.mkdir(parents=True, exist_ok=True)
+        (bench / f"{job}.tsv").write_text(f"s\tcpu_time\tmax_rss\n{seconds}\t1.0\t10.0\n")
+    preset = tmp_path / "preset.yaml"
+    preset.write_text("realisations: 10\n")
+    out = tmp_path / "rows.csv"
+    subprocess.run([sys.executable, str(BENCHMARKS_DIR / "bench_preset.py"), str(tmp_path / "run"),
+                    "--preset", str(preset), "--csv", str(out)], check=True, cwd=ROOT)  # fmt: skip
+    with out.open(newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    kinds = {r["kind"]: float(r["job_hours"]) for r in rows if r["table"] == "per kind"}
+    assert kinds == {"potts/r*/samples": 0.333, "train/factored/r*": 0.5,
+                     "theory/replica_theory": 2.0}  # (100 + 140) * 5 s, 360 * 5 s, once
+    (projection,) = [r for r in rows if r["table"] == "projection"]
+    assert float(projection["job_hours"]) == 2.83
+    assert float(projection["wall_hours_2_cores"]) == 2.0  # the longest job, not 2.83 / 2
+    assert float(projection["wall_hours_8_cores"]) == 2.0

@@ -3,7 +3,7 @@
 Run the preset's study for one realisation (or a few), one thread per job, then project:
 
     .venv/bin/snakemake --cores 2 --configfile config/paper.yaml my_r1.yaml
-    .venv/bin/python benchmarks/project_preset.py results/paper_r1 --preset config/paper.yaml
+    .venv/bin/python benchmarks/bench_preset.py results/paper_r1 --preset config/paper.yaml
 
 with ``my_r1.yaml`` setting ``realisations: 1``, ``results: results/paper_r1`` and
 ``compute: {threads: 1}``. Every job's wall time is the one Snakemake's ``benchmark:`` measured
