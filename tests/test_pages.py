@@ -140,5 +140,6 @@ def test_costs_are_summed_per_kind_of_job():
     got = cost_by_kind(costs).set_index("kind")
     assert got.index.tolist() == ["train/vanilla3/r*", "potts/r*/samples",
                                   "theory/replica_theory", "proteins/PF1_r2/r*/plmdca"]
-    assert got.loc["train/vanilla3/r*"].tolist() == [2, 14.0, 10.0, 12.0]
+    assert got.loc["train/vanilla3/r*"].tolist() == [2, 14.0, 10.0, 12.0, 3]
+    assert got["realisations"].tolist() == [3, 2, 0, 1]
     assert got.loc["potts/r*/samples", "jobs"] == 2 and got.loc["potts/r*/samples", "wall_s"] == 4

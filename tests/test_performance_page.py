@@ -94,11 +94,13 @@ def test_performance_page_is_current():
 
 def test_preset_projection_scales_each_realisation_and_keeps_the_rest(tmp_path):
     """bench_preset.py: a kind of job with a realisation (or chunk) in its path costs its wall
-    time per realisation of the run times the preset's realisations; the others cost what they
-    cost once; the wall time over n cores is the job time over n, never below the longest job."""
+    time per realisation it covered in the run times the preset's realisations; the others
+    cost what they cost once; the wall time over n cores is the job time over n, never below
+    the longest job."""
     bench = tmp_path / "run" / "benchmarks"
     walls = {"potts/r0/samples": 100.0, "potts/r1/samples": 140.0,
-             "train/factored/r0-1": 360.0, "theory/replica_theory": 7200.0}  # fmt: skip
+             "train/factored/r0-1": 360.0, "theory/replica_theory": 7200.0,
+             "plm/full/r0": 60.0}  # fmt: skip
     for job, seconds in walls.items():
         (bench / job).parent.mkdir(parents=True, exist_ok=True)
         (bench / f"{job}.tsv").write_text(f"s\tcpu_time\tmax_rss\n{seconds}\t1.0\t10.0\n")
@@ -111,8 +113,9 @@ def test_preset_projection_scales_each_realisation_and_keeps_the_rest(tmp_path):
         rows = list(csv.DictReader(f))
     kinds = {r["kind"]: float(r["job_hours"]) for r in rows if r["table"] == "per kind"}
     assert kinds == {"potts/r*/samples": 0.333, "train/factored/r*": 0.5,
-                     "theory/replica_theory": 2.0}  # (100 + 140) * 5 s, 360 * 5 s, once
+                     "theory/replica_theory": 2.0, "plm/full/r*": 0.167}
+    # (100 + 140) s * 10 / 2, 360 s * 10 / 2, once, 60 s * 10 / 1 (one realisation run)
     (projection,) = [r for r in rows if r["table"] == "projection"]
-    assert float(projection["job_hours"]) == 2.83
-    assert float(projection["wall_hours_2_cores"]) == 2.0  # the longest job, not 2.83 / 2
+    assert float(projection["job_hours"]) == 3.0
+    assert float(projection["wall_hours_2_cores"]) == 2.0  # the longest job, not 3.0 / 2
     assert float(projection["wall_hours_8_cores"]) == 2.0

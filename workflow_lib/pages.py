@@ -115,15 +115,29 @@ def _csv_markdown(df: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+REALISATION_IN_PATH = r"(?<![^/])r(\d+)(?:-(\d+))?(?![^/])"
+"""A realisation (``r3``) or a chunk of realisations (``r0-9``) as one part of a job's path."""
+
+
+def realisations_in(jobs: pd.Series) -> int:
+    """How many realisations the job paths ``jobs`` name (``r3``, or ``r0-9`` for ten)."""
+    found: set[int] = set()
+    for first, last in jobs.str.extractall(REALISATION_IN_PATH).itertuples(index=False):
+        found |= set(range(int(first), int(last if isinstance(last, str) else first) + 1))
+    return len(found)
+
+
 def cost_by_kind(costs: pd.DataFrame) -> pd.DataFrame:
     """``costs`` (``job_costs``) summed over realisations: one row per kind of job (its path with
     each realisation or chunk, ``r3`` or ``r0-9``, as ``r*``) with columns kind, jobs, wall_s
-    (summed), longest_s and cpu_s (summed); in order of first appearance."""
-    kind = costs["job"].str.replace(r"(?<![^/])r\d+(-\d+)?(?![^/])", "r*", regex=True)
+    (summed), longest_s, cpu_s (summed) and realisations (how many its jobs cover; 0 for a kind
+    without one); in order of first appearance."""
+    kind = costs["job"].str.replace(REALISATION_IN_PATH, "r*", regex=True)
     grouped = costs.assign(kind=kind).groupby("kind", sort=False)
     return pd.DataFrame({"jobs": grouped.size(), "wall_s": grouped["wall_s"].sum(),
                          "longest_s": grouped["wall_s"].max(),
-                         "cpu_s": grouped["cpu_s"].sum()}).reset_index()
+                         "cpu_s": grouped["cpu_s"].sum(),
+                         "realisations": grouped["job"].agg(realisations_in)}).reset_index()
 
 
 def _costs_section(costs: pd.DataFrame) -> list[str]:

@@ -96,7 +96,7 @@ def sample_complexity(job: Job) -> None:
     """Factored attention (cross-entropy, small l2, full-batch L-BFGS to convergence from the
     configured starts, the lowest objective kept) on the first M training sequences, for every M
     of ``sample_complexity.M``; test loss on the realisation's test set
-    (``sample_complexity.curve``; the l2's form: ``sample_complexity.penalty``).
+    (``workflow_lib.mlm.sample_complexity.curve``; the l2's form: ``sample_complexity.penalty``).
 
     Datasets: ``M: (n_M,)`` and per M the curve's columns (``test_loss``,
     ``test_loss_heldout``, ``train_loss``, ``pearson_r``, ``grad_norm``, ``converged``,
