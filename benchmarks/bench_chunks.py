@@ -30,11 +30,10 @@ from pathlib import Path
 
 import jax
 import numpy as np
-import yaml
 from record import Recorder, default_csv
 
 import workflow_lib  # noqa: F401  (float64 on)
-from workflow_lib.config import load_config, merge
+from workflow_lib.config import read_config_files
 from workflow_lib.mlm.architectures import parse_arch, restarts, training_config
 from workflow_lib.mlm.compiled import CompiledRuns
 from workflow_lib.mlm.models import arch_spec
@@ -77,8 +76,7 @@ def main() -> None:
     parser.add_argument("--csv", type=Path, default=default_csv(__file__),
                         help="CSV file the rows are appended to")  # fmt: skip
     args = parser.parse_args()
-    cfg = load_config(merge(*(yaml.safe_load(f.read_text()) or {}
-                              for f in (REPO / "config.yaml", args.preset))))
+    cfg = read_config_files([REPO / "config.yaml", args.preset])
     t, p, s = cfg["training"], cfg["potts"], cfg["sampling"]
     epochs = args.epochs or t["eval_every"]
     logging.getLogger("workflow_lib.mlm").setLevel(logging.ERROR)  # short runs: not converged

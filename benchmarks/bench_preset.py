@@ -23,10 +23,9 @@ import argparse
 from pathlib import Path
 
 import h5py
-import yaml
 from record import Recorder, default_csv
 
-from workflow_lib.config import load_config, merge
+from workflow_lib.config import read_config_files
 from workflow_lib.pages import cost_by_kind, job_costs
 from workflow_lib.registry import STUDY_NAMES, studies
 
@@ -54,8 +53,7 @@ def main() -> None:
     parser.add_argument("--csv", type=Path, default=default_csv(__file__),
                         help="CSV file the rows are appended to")  # fmt: skip
     args = parser.parse_args()
-    cfg = load_config(merge(*(yaml.safe_load(f.read_text()) or {}
-                              for f in (REPO / "config.yaml", args.preset))))
+    cfg = read_config_files([REPO / "config.yaml", args.preset])
     study = {s.name: s for s in studies()}[args.study]
     costs = job_costs(args.results, study)
     if costs.empty:

@@ -59,26 +59,23 @@ def curve(train: np.ndarray, test: np.ndarray, J: np.ndarray, U: np.ndarray, bet
                          f"{len(train)} training sequences; raise sampling.n_train")
     cfg = {"l2_full": l2_full,
            **{k: sc[k] for k in ("start", "l2", "max_iter", "restarts", "grad_tol")}}
-    L = J.shape[0]
-    rows, converged, best, at_best, l2s = [], [], [], [], []
-    for M in sizes:
-        l2s.append(effective_l2(sc["l2"], sc["penalty"], int(M), L))
-        fit = fit_plm("factored", {**cfg, "l2": l2s[-1]}, train[:M], test, J, U, beta, key)
+    l2s = [effective_l2(sc["l2"], sc["penalty"], int(M), J.shape[0]) for M in sizes]
+    fits = []
+    for M, l2 in zip(sizes, l2s, strict=True):
+        fit = fit_plm("factored", {**cfg, "l2": l2}, train[:M], test, J, U, beta, key)
         m = fit.metrics
-        rows.append([m[k] for k in COLUMNS])
-        converged.append(m["converged"])
-        best.append(m["best_restart"])
-        at_best.append(m["starts_at_best"])
+        fits.append(m)
         log.info("M = %d: test loss %.4f, train loss %.4f, train accuracy %.4f, max |gradient| "
                  "%.1e, start %d (%s), %d of %d starts at that minimum: %s", M, m["test_loss"],
-                 m["train_loss"], m["train_accuracy"], m["grad_norm"], best[-1], sc["start"],
-                 at_best[-1], m["starts"], "converged" if converged[-1] else "NOT CONVERGED")
-    columns = dict(zip(COLUMNS, np.array(rows).T, strict=True))
+                 m["train_loss"], m["train_accuracy"], m["grad_norm"], m["best_restart"],
+                 sc["start"], m["starts_at_best"], m["starts"],
+                 "converged" if m["converged"] else "NOT CONVERGED")
+    column = lambda k: np.array([m[k] for m in fits])  # noqa: E731
     first_pair = first_near_duplicate(train)
-    columns |= {
-        "M": sizes, "converged": np.array(converged), "best_start": np.array(best),
-        "starts_at_best": np.array(at_best), "l2_effective": np.array(l2s),
-        "separable": columns["train_accuracy"] == 1.0,
+    columns = {
+        "M": sizes, **{k: column(k) for k in COLUMNS}, "converged": column("converged"),
+        "best_start": column("best_restart"), "starts_at_best": column("starts_at_best"),
+        "l2_effective": np.array(l2s), "separable": column("train_accuracy") == 1.0,
         "near_duplicates": (sizes >= first_pair if first_pair is not None
                             else np.zeros(len(sizes), bool)),
     }  # fmt: skip
