@@ -1,29 +1,153 @@
-"""Full-batch L-BFGS to a gradient criterion: the pseudo-likelihood fits (``plm.py``) and the
-polish of the factored family's Adam solution (``polish.polish``)."""
+"""Full-batch L-BFGS to a gradient criterion, every start in one compiled program: the
+pseudo-likelihood fits (``plm.py``, ``workflow_lib.proteins.models``) and the polish of the
+factored family's Adam solution (``polish.polish``).
+
+The iteration is optax's L-BFGS (memory 20) with its zoom line search (strong Wolfe
+conditions, first trial step 1) inside a ``lax.while_loop``; the starts run one after another
+in the same program (``lax.map``: each stops at its own iteration count, where ``vmap`` would run
+all to the slowest one's). The only regular stop is the gradient criterion, the largest absolute
+gradient entry below ``grad_tol``; the others leave it above and say why (``STOPS``):
+``max_iter`` iterations, or a line search that found no step with sufficient decrease (the last
+point with a decrease is kept, as at a float64 precision limit near a minimum).
+
+``objective`` is a ``jit`` static argument, so a function that is the same object on every call
+(a module-level function, or one made by a ``functools.cache``d factory) compiles once per data
+shape; ``max_iter``, ``grad_tol`` and whatever else ``data`` holds (an l2, say) are traced.
+"""
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
 
+import jax
+import jax.numpy as jnp
 import numpy as np
-import scipy.optimize
+import optax
+from jax.experimental import io_callback
+
+Array = jax.Array
+log = logging.getLogger("workflow_lib.mlm")
+
+MEMORY = 20  # correction pairs kept
+REPORT_EVERY = 100  # iterations between looks at the clock, the only host round trip
+REPORT_SECONDS = 30.0  # at least this long between two progress lines of one start
+RUNNING, CONVERGED, MAX_ITER, NO_DECREASE, NOT_FINITE = range(5)
+STOPS = {
+    CONVERGED: "CONVERGENCE: max |gradient| <= grad_tol",
+    MAX_ITER: "STOP: ITERATIONS REACHED max_iter",
+    NO_DECREASE: "ABNORMAL: LINE SEARCH FOUND NO DECREASE",
+    NOT_FINITE: "ABNORMAL: NON-FINITE OBJECTIVE OR GRADIENT",
+}
 
 
-def minimize(value_and_grad: Callable, x0: np.ndarray, data, max_iter: int,
-             grad_tol: float) -> scipy.optimize.OptimizeResult:  # fmt: skip
-    """scipy L-BFGS-B from the flat start ``x0``; ``value_and_grad(x, data)`` is jitted.
+@dataclass(frozen=True)
+class Result:
+    """One start's outcome: the final parameters ``x`` (the start's pytree, numpy leaves), the
+    objective ``fun`` and largest absolute gradient entry ``grad_norm`` there, iterations
+    ``nit``, objective evaluations ``nfev`` and the stop's ``message`` (``STOPS``)."""
 
-    The only regular stop is the gradient criterion (``gtol = grad_tol`` on the largest
-    gradient entry; ``ftol = 0`` disables the relative-decrease stop); anything else
-    (``max_iter``, a failed line search) leaves ``grad_norm`` above ``grad_tol``.
-    Returns the scipy result with ``grad_norm`` (max-abs gradient at ``res.x``) attached.
-    """
+    x: object
+    fun: float
+    grad_norm: float
+    nit: int
+    nfev: int
+    message: str
 
-    def fun(x: np.ndarray) -> tuple[float, np.ndarray]:
-        value, grad = value_and_grad(x, data)
-        return float(value), np.asarray(grad, np.float64)
+    def converged(self, grad_tol: float) -> bool:
+        return self.grad_norm <= grad_tol
 
-    options = {"maxiter": max_iter, "ftol": 0.0, "gtol": grad_tol, "maxcor": 20}
-    res = scipy.optimize.minimize(fun, x0, jac=True, method="L-BFGS-B", options=options)
-    res.grad_norm = float(np.max(np.abs(fun(res.x)[1])))
-    return res
+
+def _max_abs(tree) -> Array:
+    return jnp.max(jnp.stack([jnp.max(jnp.abs(leaf)) for leaf in jax.tree_util.tree_leaves(tree)]))
+
+
+def _value_and_grad(state) -> tuple[Array, object]:
+    """The objective and its gradient at the current point, which the L-BFGS state carries (the
+    line search leaves them there; at the start, ``_solve`` puts them there)."""
+    return tuple(optax.tree_utils.tree_get(state, key) for key in ("value", "grad"))
+
+
+def _now(_: Array) -> np.ndarray:
+    """Wall-clock time, epoch seconds (a host callback; its argument ties it to a start)."""
+    return np.float64(time.time())
+
+
+def _report(start: Array, iteration: Array, value: Array, grad_norm: Array, max_iter: Array,
+            since: Array, last: Array) -> np.ndarray:  # fmt: skip
+    """A host callback: one progress line for ``start`` if ``REPORT_SECONDS`` have passed since
+    the ``last`` one (epoch s), rate and time to ``max_iter`` counted from ``since``, the start's
+    own beginning. Returns the time of the latest line."""
+    now = time.time()
+    if now - float(last) < REPORT_SECONDS:
+        return np.float64(last)
+    rate = int(iteration) / max(now - float(since), 1e-9)
+    log.info("L-BFGS start %d: iteration %d, objective %.6f, max |gradient| %.1e, %.0f "
+             "iterations/s, at most %.0f s to max_iter", int(start), int(iteration), float(value),
+             float(grad_norm), rate, (int(max_iter) - int(iteration)) / max(rate, 1e-9))
+    return np.float64(now)
+
+
+@partial(jax.jit, static_argnames=("objective",))
+def _solve(objective: Callable, x0s, data, max_iter: Array, grad_tol: Array):
+    """All starts ``x0s`` (leaves with a leading starts axis) minimised one after another."""
+    opt = optax.lbfgs(memory_size=MEMORY)
+    clock = jax.ShapeDtypeStruct((), jnp.float64)
+
+    def one(args):
+        index, x0 = args
+        fun = partial(objective, data=data)
+
+        def body(carry):
+            x, state, k, nfev, _, last = carry
+            value, grad = _value_and_grad(state)  # at x: the objective's only other call site
+            updates, new_state = opt.update(grad, state, x, value=value, grad=grad, value_fn=fun)
+            new_x = optax.apply_updates(x, updates)
+            new_value, new_grad = _value_and_grad(new_state)
+            info = optax.tree_utils.tree_get(new_state, "info")
+            g = _max_abs(new_grad)
+            no_decrease = ~(new_value < value)  # the line search's last resort did not descend
+            finite = jnp.isfinite(new_value) & jnp.isfinite(g)
+            status = jnp.select(
+                [~finite, no_decrease, g <= grad_tol, k + 1 >= max_iter],
+                [NOT_FINITE, NO_DECREASE, CONVERGED, MAX_ITER], RUNNING)
+            keep = (status == NOT_FINITE) | (status == NO_DECREASE)
+            x, state = jax.tree_util.tree_map(lambda old, new: jnp.where(keep, old, new),
+                                              (x, state), (new_x, new_state))
+            k = jnp.where(keep, k, k + 1)
+            last = jax.lax.cond(
+                (k % REPORT_EVERY == 0) & (status == RUNNING),
+                lambda: io_callback(_report, clock, index, k, new_value, g, max_iter, since, last),
+                lambda: last)  # fmt: skip
+            return x, state, k, nfev + info.num_linesearch_steps, status, last
+
+        value0, grad0 = jax.value_and_grad(fun)(x0)
+        state0 = optax.tree_utils.tree_set(opt.init(x0), value=value0, grad=grad0)
+        g0 = _max_abs(grad0)
+        status0 = jnp.select([~(jnp.isfinite(value0) & jnp.isfinite(g0)), g0 <= grad_tol,
+                              max_iter <= 0], [NOT_FINITE, CONVERGED, MAX_ITER], RUNNING)
+        since = io_callback(_now, clock, index)
+        x, state, k, nfev, status, _ = jax.lax.while_loop(
+            lambda c: c[4] == RUNNING, body,
+            (x0, state0, jnp.asarray(0), jnp.asarray(1), status0, since))
+        value, grad = _value_and_grad(state)
+        return x, value, _max_abs(grad), k, nfev, status
+
+    n = jax.tree_util.tree_leaves(x0s)[0].shape[0]
+    return jax.lax.map(one, (jnp.arange(n), x0s))
+
+
+def minimize(objective: Callable, x0s, data, max_iter: int, grad_tol: float) -> list[Result]:
+    """Minimise ``objective(x, data) -> scalar`` by L-BFGS from every start in ``x0s`` (a pytree
+    whose leaves have a leading axis of starts) to the gradient criterion ``grad_tol``, at most
+    ``max_iter`` iterations each; a start that runs longer than ``REPORT_SECONDS`` logs its
+    progress. Returns one ``Result`` per start, in order."""
+    x, value, grad_norm, nit, nfev, status = jax.device_get(_solve(
+        objective, x0s, data, jnp.asarray(max_iter), jnp.asarray(grad_tol, jnp.float64)))
+    return [Result(jax.tree_util.tree_map(lambda leaf, k=k: np.asarray(leaf[k]), x),
+                   float(value[k]), float(grad_norm[k]), int(nit[k]), int(nfev[k]),
+                   STOPS[int(status[k])])
+            for k in range(len(value))]  # fmt: skip

@@ -20,9 +20,10 @@ so a fit from random starts is judged against this floor as well as against the 
   the test loss is 1.19 nats at l2 = 0.01, 0.92 at 1e-3, 0.99 at 1e-4 (optimum 0.67; factored:
   0.68), so the schema's default is 1e-3.
 
-Convergence: L-BFGS-B runs until the largest absolute gradient entry of the objective is below
-``grad_tol`` (no relative-decrease stop); a fit that stops otherwise (``max_iter``, a failed line
-search) is reported with ``converged = False`` and the optimiser's message, never silently.
+Convergence: L-BFGS (``lbfgs.minimize``, every start in one compiled program) runs until the
+largest absolute gradient entry of the objective is below ``grad_tol`` (no relative-decrease
+stop); a fit that stops otherwise (``max_iter``, a line search with no decrease) is reported
+with ``converged = False`` and the optimiser's message, never silently.
 
 Reducing ``full`` couplings to an ``(L, L)`` map (compared with ``J`` like an attention map): the
 only gauge without fields is ``J_ij(a, b) -> J_ij(a, b) + f_ij(b)``, so centre over ``a``; the true
@@ -41,13 +42,13 @@ higher training loss; the spectral start lands in the minimum that the fit from 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
+from functools import cache, partial
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.flatten_util import ravel_pytree
 
 from workflow_lib.config import schema_defaults
 from workflow_lib.mlm.architectures import PLM_KINDS
@@ -156,19 +157,44 @@ def effective_l2(l2: float, penalty: str, n_seqs: int, L: int) -> float:
     raise ValueError(f"unknown penalty form {penalty!r}; allowed: {PENALTY_FORMS}")
 
 
+def padded_length(n: int) -> int:
+    """``n`` rounded up to keep its 4 leading binary digits (16 lengths per octave, at most
+    1/8 added): data sets of nearby sizes share one shape, so one compiled fit."""
+    step = 1 << max(n.bit_length() - 4, 0)
+    return -(-n // step) * step
+
+
 def distinct_with_weights(seqs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct rows of ``seqs: (M, L)`` and their frequencies ``(M_distinct,)``: the
-    pseudo-likelihood is a sum over sequences, so a weighted sum over the distinct ones is the
-    same objective (one chain in a glassy phase repeats its sequences: a value and gradient
-    cost in proportion to the distinct ones)."""
+    """The distinct rows of ``seqs: (M, L)`` and their frequencies, padded to
+    ``padded_length(M_distinct)`` rows by copies of the first at weight 0: ``(M_padded, L)``
+    and ``(M_padded,)``. The pseudo-likelihood is a sum over sequences, so a weighted sum over
+    the distinct ones is the same objective (one chain in a glassy phase repeats its sequences:
+    a value and gradient cost in proportion to the distinct ones), and the padding adds nothing
+    to it but lets fits on data sets of nearby sizes (the sweep's M, realisations) share one
+    compiled program."""
     distinct, counts = np.unique(seqs, axis=0, return_counts=True)
-    return distinct, counts / len(seqs)
+    pad = padded_length(len(distinct)) - len(distinct)
+    return (np.concatenate([distinct, np.repeat(distinct[:1], pad, axis=0)]),
+            np.concatenate([counts / len(seqs), np.zeros(pad)]))
 
 
-def _penalty(kind: str, spec: ArchSpec, l2: float, params: Params) -> Array:
+def _penalty(kind: str, spec: ArchSpec, l2: float | Array, params: Params) -> Array:
     if kind == "factored":
         return l2 * sq_norm(params)
     return l2 / spec.L * jnp.sum(params["J"] ** 2)
+
+
+@cache
+def _objective(fam: str, spec: ArchSpec) -> Callable[[Params, tuple[Array, Array, Array]], Array]:
+    """The fitted objective of coupling family ``fam``, ``objective(params, (distinct, weights,
+    l2))``: the weighted data loss plus the l2 penalty (one function per ``(fam, spec)``, so
+    its L-BFGS program compiles once per data shape)."""
+
+    def objective(params: Params, data: tuple[Array, Array, Array]) -> Array:
+        seqs, weights, l2 = data
+        return _data_loss(fam, spec, params, seqs, weights) + _penalty(fam, spec, l2, params)
+
+    return objective
 
 
 def fit_plm(
@@ -223,23 +249,14 @@ def fit_plm(
             starts += [init(spec, k, jnp.float64) for k in keys]
     else:
         starts = [{"J": jnp.zeros((L, L, C, C), jnp.float64)}]
-    unravel = ravel_pytree(starts[0])[1]
 
     fam = family(kind)
-
-    def objective(x: Array, data: tuple[Array, Array]) -> Array:
-        params = unravel(x)
-        return _data_loss(fam, spec, params, *data) + _penalty(fam, spec, l2, params)
-
-    value_and_grad = jax.jit(jax.value_and_grad(objective))
-    max_iter, grad_tol = int(cfg["max_iter"]), float(cfg["grad_tol"])
+    grad_tol = float(cfg["grad_tol"])
     distinct, weights = distinct_with_weights(np.asarray(train))
-    data = (jnp.asarray(distinct), jnp.asarray(weights, jnp.float64))
-    fits = [
-        minimize(value_and_grad, np.asarray(ravel_pytree(x0)[0]), data, max_iter, grad_tol)
-        for x0 in starts
-    ]
-    ok = [res.grad_norm <= grad_tol for res in fits]
+    data = (jnp.asarray(distinct), jnp.asarray(weights, jnp.float64), jnp.float64(l2))
+    fits = minimize(_objective(fam, spec), jax.tree_util.tree_map(lambda *x: jnp.stack(x), *starts),
+                    data, int(cfg["max_iter"]), grad_tol)  # fmt: skip
+    ok = [res.converged(grad_tol) for res in fits]
     best = min(range(len(fits)), key=lambda k: (not ok[k], fits[k].fun))
     res = fits[best]
     # converged starts that ended at the kept objective (relative 1e-4; distinct minima lie 1e-3
@@ -247,7 +264,7 @@ def fit_plm(
     # minimum was found once and a lower one may exist
     at_best = sum(o and f.fun <= res.fun + 1e-4 * abs(res.fun)
                   for o, f in zip(ok, fits, strict=True))
-    params = unravel(jnp.asarray(res.x))
+    params = jax.tree_util.tree_map(jnp.asarray, res.x)
 
     data_loss = jax.jit(partial(_data_loss, fam, spec))
     train_loss, test_loss = data_loss(params, train), data_loss(params, test)
@@ -280,7 +297,7 @@ def fit_plm(
         "restarts_converged": int(sum(ok)),
         "starts_at_best": int(at_best),
         "starts": len(fits),
-        "stop_reason": str(res.message),
+        "stop_reason": res.message,
         "start": "given" if given else {"full": "zero", "factored_from_truth": "truth"}.get(
             kind, cfg["start"]),
         "wall_seconds": time.perf_counter() - t_start,

@@ -3,10 +3,12 @@ that says how far from a stationary point any run ended."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import cache
+
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.flatten_util import ravel_pytree
 
 from workflow_lib.mlm.lbfgs import minimize
 from workflow_lib.mlm.models import ArchSpec, Params
@@ -29,17 +31,19 @@ def polish(spec: ArchSpec, params: Params, train: np.ndarray, l2: float, max_ite
     Returns the polished params and ``polish_iterations``, ``polish_converged`` and
     ``polish_stop_reason`` (a ``max_iter`` or line-search stop is a failure to report).
     """
-    x0, unravel = ravel_pytree(jax.tree_util.tree_map(lambda x: jnp.asarray(x, jnp.float64),
-                                                      params))  # fmt: skip
+    x0s = jax.tree_util.tree_map(lambda x: jnp.asarray(x, jnp.float64)[None], params)
+    (res,) = minimize(_objective(spec), x0s, (jnp.asarray(train), jnp.float64(l2)), max_iter,
+                      grad_tol)  # fmt: skip
+    return jax.tree_util.tree_map(jnp.asarray, res.x), {
+        "polish_iterations": res.nit, "polish_converged": res.converged(grad_tol),
+        "polish_stop_reason": res.message}
 
-    def objective(x: Array, seqs: Array) -> Array:
-        return full_objective(spec, unravel(x), seqs, l2)
 
-    res = minimize(jax.jit(jax.value_and_grad(objective)), np.asarray(x0), jnp.asarray(train),
-                   max_iter, grad_tol)  # fmt: skip
-    return unravel(jnp.asarray(res.x)), {"polish_iterations": int(res.nit),
-                                         "polish_converged": bool(res.grad_norm <= grad_tol),
-                                         "polish_stop_reason": str(res.message)}
+@cache
+def _objective(spec: ArchSpec) -> Callable[[Params, tuple[Array, Array]], Array]:
+    """``objective.full_objective`` of ``spec`` as ``objective(params, (seqs, l2))`` (one function
+    per ``spec``, so its L-BFGS program compiles once per data shape)."""
+    return lambda params, data: full_objective(spec, params, *data)
 
 
 def grad_norm(spec: ArchSpec, params: Params, train: np.ndarray, l2: float) -> float:

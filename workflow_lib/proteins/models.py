@@ -25,16 +25,15 @@ through its heads or its couplings, whichever costs less (``site_logits``).
 
 from __future__ import annotations
 
-import logging
 import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.flatten_util import ravel_pytree
 
 from workflow_lib.mlm.lbfgs import minimize
 from workflow_lib.mlm.models import ArchSpec, attention_matrix
@@ -43,7 +42,6 @@ from workflow_lib.proteins.alignment import Q
 
 Array = jax.Array
 Params = dict[str, Array]
-log = logging.getLogger("workflow_lib.proteins")
 KINDS = ("factored", "plmdca")
 
 
@@ -146,28 +144,6 @@ def penalty(model: CouplingModel, params: Params, lambdas: dict[str, float]) -> 
     return total / model.L
 
 
-def _with_progress(value_and_grad: Callable, model: CouplingModel, max_iter: int,
-                   every: float = 30.0) -> Callable:  # fmt: skip
-    """``value_and_grad`` that logs, at most every ``every`` seconds, the evaluations so far,
-    the objective, the rate and the time ``max_iter`` evaluations take at that rate (L-BFGS
-    mostly takes one evaluation per iteration, ``max_iter`` iterations at most per start)."""
-    state = {"calls": 0, "start": time.perf_counter(), "logged": time.perf_counter()}
-
-    def wrapped(x: Array, data: tuple[Array, Array]) -> tuple[Array, Array]:
-        out = value_and_grad(x, data)
-        state["calls"] += 1
-        now = time.perf_counter()
-        if now - state["logged"] >= every:
-            rate = state["calls"] / (now - state["start"])
-            log.info("%s (L = %d, H = %d): %d evaluations, objective %.5f, %.2f evaluations/s, "
-                     "%d evaluations in about %.0f s", model.kind, model.L, model.heads,
-                     state["calls"], float(out[0]), rate, max_iter, max_iter / rate)
-            state["logged"] = now
-        return out
-
-    return wrapped
-
-
 @dataclass
 class Fit:
     """Outcome of ``fit``: the kept ``params``, the objective at them, and L-BFGS figures of the
@@ -191,21 +167,28 @@ def fit(model: CouplingModel, seqs: np.ndarray, weights: np.ndarray, lambdas: di
     the problem is convex); the converged start with the lowest objective is kept (the lowest of
     all when none converged)."""
     start = time.perf_counter()
-    data = (jnp.asarray(seqs, jnp.int32), jnp.asarray(weights, jnp.float64))
     n_starts = restarts if model.kind == "factored" else 1
     starts = [init_params(model, k) for k in jax.random.split(key, n_starts)]
-    unravel = ravel_pytree(starts[0])[1]
-
-    def objective(x: Array, data: tuple[Array, Array]) -> Array:
-        params = unravel(x)
-        return weighted_loss(model, params, *data) + penalty(model, params, lambdas)
-
-    value_and_grad = _with_progress(jax.jit(jax.value_and_grad(objective)), model, max_iter)
-    runs = [minimize(value_and_grad, np.asarray(ravel_pytree(p)[0]), data, max_iter, grad_tol)
-            for p in starts]
-    ok = [r.grad_norm <= grad_tol for r in runs]
+    data = (jnp.asarray(seqs, jnp.int32), jnp.asarray(weights, jnp.float64),
+            {k: jnp.float64(v) for k, v in lambdas.items()})
+    runs = minimize(_objective(model), jax.tree_util.tree_map(lambda *x: jnp.stack(x), *starts),
+                    data, max_iter, grad_tol)  # fmt: skip
+    ok = [r.converged(grad_tol) for r in runs]
     best = min(range(len(runs)), key=lambda k: (not ok[k], runs[k].fun))
     res = runs[best]
-    return Fit(unravel(jnp.asarray(res.x)), float(res.fun), int(res.nit), float(res.grad_norm),
-               ok[best], str(res.message), np.array([r.fun for r in runs]),
+    return Fit(jax.tree_util.tree_map(jnp.asarray, res.x), res.fun, res.nit, res.grad_norm,
+               ok[best], res.message, np.array([r.fun for r in runs]),
                time.perf_counter() - start)
+
+
+@cache
+def _objective(model: CouplingModel) -> Callable[[Params, tuple], Array]:
+    """The fitted objective of ``model`` (module docstring) as ``objective(params, (seqs,
+    weights, lambdas))`` (one function per model, so its L-BFGS program compiles once per data
+    shape)."""
+
+    def objective(params: Params, data: tuple[Array, Array, dict[str, Array]]) -> Array:
+        seqs, weights, lambdas = data
+        return weighted_loss(model, params, seqs, weights) + penalty(model, params, lambdas)
+
+    return objective

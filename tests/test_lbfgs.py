@@ -1,0 +1,120 @@
+"""The L-BFGS of every full-batch fit (``workflow_lib.mlm.lbfgs``): closed-form minima, the
+gradient criterion as the only regular stop, every other stop named, starts independent of
+each other, one compiled program per shape."""
+
+import logging
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from workflow_lib.mlm import lbfgs
+
+TOL = 1e-8
+
+
+def quadratic(x: jax.Array, data: tuple[jax.Array, jax.Array]) -> jax.Array:
+    """``x^T H x / 2 - b^T x``: minimum at ``H^{-1} b``."""
+    H, b = data
+    return 0.5 * x @ H @ x - b @ x
+
+
+def rosenbrock(x: jax.Array, data: jax.Array) -> jax.Array:
+    """The Rosenbrock function, minimum 0 at ``x = 1``; ``data`` scales its valley."""
+    return jnp.sum(data * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+
+def pytree_objective(params: dict[str, jax.Array], data: jax.Array) -> jax.Array:
+    """``||a - data||^2 + ||B - 2||^2`` over a two-leaf pytree: minimum at ``a = data, B = 2``."""
+    return jnp.sum((params["a"] - data) ** 2) + jnp.sum((params["B"] - 2.0) ** 2)
+
+
+def spd(n: int, seed: int) -> tuple[jax.Array, jax.Array]:
+    rng = np.random.default_rng(seed)
+    Q = rng.normal(size=(n, n))
+    return jnp.asarray(Q @ Q.T + n * np.eye(n)), jnp.asarray(rng.normal(size=n))
+
+
+def test_quadratic_reaches_its_closed_form_minimum_from_every_start():
+    H, b = spd(12, 0)
+    x0s = jnp.asarray(np.random.default_rng(1).normal(size=(3, 12)))
+    for res in lbfgs.minimize(quadratic, x0s, (H, b), 200, TOL):
+        assert res.message == lbfgs.STOPS[lbfgs.CONVERGED] and res.converged(TOL)
+        np.testing.assert_allclose(res.x, np.linalg.solve(H, b), atol=1e-7)
+        assert res.fun == pytest.approx(-0.5 * b @ np.linalg.solve(H, b), rel=1e-12)
+        assert 0 < res.nit <= 60 and res.nfev >= res.nit
+
+
+def test_rosenbrock_and_pytree_parameters():
+    x0s = jnp.stack([jnp.full(8, -1.2), jnp.zeros(8)])
+    for res in lbfgs.minimize(rosenbrock, x0s, jnp.float64(100.0), 2000, TOL):
+        assert res.converged(TOL)
+        np.testing.assert_allclose(res.x, np.ones(8), atol=1e-6)
+    target = jnp.arange(3.0)
+    x0s = {"a": jnp.zeros((2, 3)), "B": jnp.ones((2, 2, 2))}
+    for res in lbfgs.minimize(pytree_objective, x0s, target, 100, TOL):
+        assert res.converged(TOL) and set(res.x) == {"a", "B"}
+        np.testing.assert_allclose(res.x["a"], target, atol=1e-9)
+        np.testing.assert_allclose(res.x["B"], np.full((2, 2), 2.0), atol=1e-9)
+
+
+def test_each_start_ends_where_it_ends_alone():
+    """The starts run one after another in one program: a start takes the iterations it takes
+    alone and ends at its point to float64 rounding (a program of another size may fuse its
+    arithmetic differently), whatever the other starts do (here: other iteration counts)."""
+    x0s = jnp.stack([jnp.full(8, -1.2), jnp.full(8, 0.9), jnp.zeros(8)])
+    together = lbfgs.minimize(rosenbrock, x0s, jnp.float64(100.0), 2000, TOL)
+    assert len({r.nit for r in together}) > 1
+    for k, res in enumerate(together):
+        (alone,) = lbfgs.minimize(rosenbrock, x0s[k:k + 1], jnp.float64(100.0), 2000, TOL)
+        assert (alone.nit, alone.nfev) == (res.nit, res.nfev)
+        np.testing.assert_allclose(alone.x, res.x, rtol=0, atol=1e-12)
+
+
+def test_every_other_stop_is_named_and_leaves_the_criterion_unmet():
+    x0s = jnp.full((1, 8), -1.2)
+    (cut,) = lbfgs.minimize(rosenbrock, x0s, jnp.float64(100.0), 5, TOL)
+    assert (cut.nit, cut.message) == (5, lbfgs.STOPS[lbfgs.MAX_ITER]) and not cut.converged(TOL)
+    # a criterion below float64's resolution of the gradient: the line search runs out of
+    # decrease, and the last point that decreased is kept
+    H, b = spd(12, 0)
+    (stuck,) = lbfgs.minimize(quadratic, jnp.zeros((1, 12)), (H, b), 10_000, 0.0)
+    assert stuck.message == lbfgs.STOPS[lbfgs.NO_DECREASE] and stuck.nit < 10_000
+    np.testing.assert_allclose(stuck.x, np.linalg.solve(H, b), atol=1e-12)
+    (nan,) = lbfgs.minimize(lambda x, data: jnp.sum(jnp.log(x) * data), jnp.full((1, 2), -1.0),
+                            jnp.float64(1.0), 100, TOL)  # fmt: skip
+    assert nan.message == lbfgs.STOPS[lbfgs.NOT_FINITE] and nan.nit == 0
+    (done,) = lbfgs.minimize(quadratic, jnp.asarray(np.linalg.solve(H, b))[None], (H, b), 100,
+                             1e-6)  # fmt: skip
+    assert (done.nit, done.message) == (0, lbfgs.STOPS[lbfgs.CONVERGED])
+
+
+def test_one_program_per_shape():
+    """``max_iter``, ``grad_tol`` and the data's values are traced: only a new shape (or a new
+    objective) compiles again."""
+    H, b = spd(12, 0)
+    x0s = jnp.zeros((2, 12))
+    lbfgs.minimize(quadratic, x0s, (H, b), 200, TOL)
+    compiled = lbfgs._solve._cache_size()
+    lbfgs.minimize(quadratic, x0s, spd(12, 1), 7, 1e-3)
+    assert lbfgs._solve._cache_size() == compiled
+    lbfgs.minimize(quadratic, jnp.zeros((2, 6)), spd(6, 0), 200, TOL)
+    assert lbfgs._solve._cache_size() == compiled + 1
+
+
+def test_progress_lines_name_the_start_its_rate_and_time_left(monkeypatch, caplog):
+    monkeypatch.setattr(lbfgs, "REPORT_EVERY", 5)  # a trace-time constant: a new objective below
+    monkeypatch.setattr(lbfgs, "REPORT_SECONDS", 0.0)
+
+    def slow_valley(x: jax.Array, data: jax.Array) -> jax.Array:
+        return rosenbrock(x, data)
+
+    x0s = jnp.stack([jnp.full(8, -1.2), jnp.zeros(8)])
+    with caplog.at_level(logging.INFO, logger="workflow_lib.mlm"):
+        results = lbfgs.minimize(slow_valley, x0s, jnp.float64(100.0), 2000, TOL)
+    lines = [r.getMessage() for r in caplog.records if r.name == "workflow_lib.mlm"]
+    for k, res in enumerate(results):
+        mine = [line for line in lines if line.startswith(f"L-BFGS start {k}: iteration ")]
+        assert len(mine) == (res.nit - 1) // 5
+        assert all("iterations/s, at most " in line and " s to max_iter" in line for line in mine)
