@@ -78,12 +78,13 @@ def test_factored_loss_is_pseudo_likelihood():
     np.testing.assert_allclose(float(loss_full), expected, rtol=1e-13)
     # the PLM objective over the distinct sequences, weighted by their frequencies (and padded to
     # a shared length by rows of weight 0)
-    more = _random_seqs(8, 37)  # 35 distinct: 36 rows, one of weight 0
-    for repeated, rows in ((jnp.concatenate([seqs, seqs[:3], seqs[:1]]), 7),
-                           (jnp.concatenate([more, more[:5]]), 36)):  # fmt: skip
-        distinct, weights = plm.distinct_with_weights(np.asarray(repeated))
-        n_distinct = len(np.unique(repeated, axis=0))
-        assert len(distinct) == rows == plm.padded_length(n_distinct)
+    more = _random_seqs(8, 3000)  # every one of the 3**5 sequences
+    for repeated, n_distinct in ((jnp.concatenate([seqs, seqs[:3], seqs[:1]]), 7),
+                                 (more, 3**5)):  # fmt: skip
+        distinct, weights = plm.distinct_with_weights(np.asarray(repeated), 3)
+        assert len(np.unique(repeated, axis=0)) == n_distinct
+        # padded to the smallest length whose evaluation costs more than its overhead
+        assert len(distinct) == plm.padded_length(-(-plm.PAD_WORK // (5 * 5 * 3))) == 896
         assert weights.sum() == pytest.approx(1.0) and np.sum(weights > 0) == n_distinct
         for kind, p in (("factored", params), ("full", {"J": couplings})):
             np.testing.assert_allclose(
@@ -91,6 +92,7 @@ def test_factored_loss_is_pseudo_likelihood():
                 float(plm._data_loss(kind, spec, p, repeated)), rtol=1e-13)
     assert [plm.padded_length(n) for n in (1, 15, 16, 17, 31, 33, 1843, 1851)] == \
         [1, 15, 16, 18, 32, 36, 1920, 1920]
+    assert plm.padded_length(5, min_rows=17) == plm.padded_length(17) == 18
     # one masked site per sequence agrees with the all-sites form
     sites = jnp.arange(7) % 5
     logits, rows = models.predict(spec, params, seqs, sites)
