@@ -44,6 +44,7 @@ def test_quadratic_reaches_its_closed_form_minimum_from_every_start():
         np.testing.assert_allclose(res.x, np.linalg.solve(H, b), atol=1e-7)
         assert res.fun == pytest.approx(-0.5 * b @ np.linalg.solve(H, b), rel=1e-12)
         assert 0 < res.nit <= 60 and res.nfev >= res.nit
+        assert_reported_at_its_point(quadratic, res, (H, b))
 
 
 def test_rosenbrock_and_pytree_parameters():
@@ -72,16 +73,40 @@ def test_each_start_ends_where_it_ends_alone():
         np.testing.assert_allclose(alone.x, res.x, rtol=0, atol=1e-12)
 
 
+def assert_reported_at_its_point(objective, res: lbfgs.Result, data) -> None:
+    """``fun`` and ``grad_norm`` (read from the optimiser's state) are those of ``x``."""
+    value, grad = jax.value_and_grad(objective)(jax.tree_util.tree_map(jnp.asarray, res.x), data)
+    assert res.fun == pytest.approx(float(value), rel=1e-12, abs=1e-300)
+    assert res.grad_norm == pytest.approx(float(lbfgs._max_abs(grad)), rel=1e-9, abs=1e-300)
+
+
+def barrier(x: jax.Array, data: jax.Array) -> jax.Array:
+    """``||x - 3||^2 - data * sum log(2.5 - x)``: finite only below 2.5, minimum just below."""
+    return jnp.sum((x - 3.0) ** 2) - data * jnp.sum(jnp.log(2.5 - x))
+
+
+def test_a_trial_outside_the_domain_is_stepped_back_from():
+    """Unit steps from 0 overshoot the barrier at 2.5 into NaN; the fit stays finite and ends
+    at the interior minimum ``x = (5.5 - sqrt(0.25 + 2 mu)) / 2``, where its report is."""
+    mu = 1e-2
+    (res,) = lbfgs.minimize(barrier, jnp.zeros((1, 4)), jnp.float64(mu), 200, TOL)
+    assert res.converged(TOL) and np.all(np.isfinite(res.x))
+    np.testing.assert_allclose(res.x, (5.5 - np.sqrt(0.25 + 2 * mu)) / 2, atol=1e-9)
+    assert_reported_at_its_point(barrier, res, jnp.float64(mu))
+
+
 def test_every_other_stop_is_named_and_leaves_the_criterion_unmet():
     x0s = jnp.full((1, 8), -1.2)
     (cut,) = lbfgs.minimize(rosenbrock, x0s, jnp.float64(100.0), 5, TOL)
     assert (cut.nit, cut.message) == (5, lbfgs.STOPS[lbfgs.MAX_ITER]) and not cut.converged(TOL)
+    assert_reported_at_its_point(rosenbrock, cut, jnp.float64(100.0))
     # a criterion below float64's resolution of the gradient: the line search runs out of
     # decrease, and the last point that decreased is kept
     H, b = spd(12, 0)
     (stuck,) = lbfgs.minimize(quadratic, jnp.zeros((1, 12)), (H, b), 10_000, 0.0)
     assert stuck.message == lbfgs.STOPS[lbfgs.NO_DECREASE] and stuck.nit < 10_000
     np.testing.assert_allclose(stuck.x, np.linalg.solve(H, b), atol=1e-12)
+    assert_reported_at_its_point(quadratic, stuck, (H, b))
     (nan,) = lbfgs.minimize(lambda x, data: jnp.sum(jnp.log(x) * data), jnp.full((1, 2), -1.0),
                             jnp.float64(1.0), 100, TOL)  # fmt: skip
     assert nan.message == lbfgs.STOPS[lbfgs.NOT_FINITE] and nan.nit == 0

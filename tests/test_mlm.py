@@ -14,7 +14,7 @@ import workflow_lib  # noqa: F401  (enables float64)
 from workflow_lib import sequences
 from workflow_lib.artefacts import read_artefact, write_artefact
 from workflow_lib.config import schema_defaults
-from workflow_lib.mlm import batching, loop, metrics, models, objective, plm, train
+from workflow_lib.mlm import batching, lbfgs, loop, metrics, models, objective, plm, train
 from workflow_lib.mlm.compiled import CompiledRuns
 from workflow_lib.mlm.plan import Plan
 from workflow_lib.mlm.progress import Progress
@@ -471,7 +471,10 @@ def test_plm_convergence_is_the_gradient_criterion(potts):
     key = jax.random.key(18)
     cut = plm.fit_plm("full", {"max_iter": 3}, train_seqs, test_seqs, J, U, BETA, key)
     assert not cut.metrics["converged"] and cut.metrics["grad_norm"] > cut.metrics["grad_tol"]
-    assert "ITERATIONS" in cut.metrics["stop_reason"].upper()
+    assert cut.metrics["stop_reason"] == lbfgs.STOPS[lbfgs.MAX_ITER]
+    # another penalty and iteration budget on data of the same shape: the same program
+    programs = lbfgs._solve._cache_size()
     fit = plm.fit_plm("full", {"l2": 1e-3}, train_seqs, test_seqs, J, U, BETA, key)
+    assert lbfgs._solve._cache_size() == programs
     assert fit.metrics["converged"] and fit.metrics["grad_norm"] <= fit.metrics["grad_tol"]
     assert fit.metrics["objective"] < cut.metrics["objective"]

@@ -22,13 +22,13 @@ def test_warnings_overlap_and_convergence():
                           "rel_improvement": [1e-5, 0.02], "grad_norm": [1e-6, 4e-3]})
     plm = pd.DataFrame({"kind": ["full"], "realisation": [0], "converged": [False],
                         "grad_norm": [3e-3], "grad_tol": [1e-5],
-                        "stop_reason": ["ABNORMAL_TERMINATION_IN_LNSRCH"]})
+                        "stop_reason": [lbfgs.STOPS[lbfgs.NO_DECREASE]]})
     curve = pd.DataFrame({"realisation": [1, 1], "M": [5, 10], "converged": [False, True]})
     lines = tables.warnings(final, plm, curve)
     assert lines[0].startswith("realisation 0: 97 % of the test sequences occur in the training")
     assert lines[1] == ("train vanilla1 r0: NOT CONVERGED (relative improvement 2.0e-02, "
                         "max |gradient| 4.0e-03)")
-    assert "plm full r0: NOT CONVERGED" in lines[2] and "LNSRCH" in lines[2]
+    assert "plm full r0: NOT CONVERGED" in lines[2] and "LINE SEARCH" in lines[2]
     assert lines[3] == "sample complexity r1: NOT CONVERGED at M = [5]"
     assert len(lines) == 4
     floor = pd.DataFrame({"kind": ["factored_from_truth"], "realisation": [0], "test_loss": [1.0]})

@@ -7,8 +7,10 @@ conditions, first trial step 1) inside a ``lax.while_loop``; the starts run one 
 in the same program (``lax.map``: each stops at its own iteration count, where ``vmap`` would run
 all to the slowest one's). The only regular stop is the gradient criterion, the largest absolute
 gradient entry below ``grad_tol``; the others leave it above and say why (``STOPS``):
-``max_iter`` iterations, or a line search that found no step with sufficient decrease (the last
-point with a decrease is kept, as at a float64 precision limit near a minimum).
+``max_iter`` iterations, or a line search that found no decrease (or a non-finite objective)
+twice in a row, the second time from the steepest-descent step of an emptied memory, as in
+L-BFGS-B (the last point with a decrease is kept, as at a float64 precision limit near a
+minimum).
 
 ``objective`` is a ``jit`` static argument, so a function that is the same object on every call
 (a module-level function, or one made by a ``functools.cache``d factory) compiles once per data
@@ -65,10 +67,18 @@ def _max_abs(tree) -> Array:
     return jnp.max(jnp.stack([jnp.max(jnp.abs(leaf)) for leaf in jax.tree_util.tree_leaves(tree)]))
 
 
-def _value_and_grad(state) -> tuple[Array, object]:
-    """The objective and its gradient at the current point, which the L-BFGS state carries (the
-    line search leaves them there; at the start, ``_solve`` puts them there)."""
-    return tuple(optax.tree_utils.tree_get(state, key) for key in ("value", "grad"))
+def _value_and_grad(state: tuple) -> tuple[Array, object]:
+    """The objective and its gradient at the current point, which the state of
+    ``optax.lbfgs`` (a chain whose last link is its line search) carries: the line search
+    leaves them there, ``_fresh`` puts them there."""
+    return state[-1].value, state[-1].grad
+
+
+def _fresh(opt: optax.GradientTransformationExtraArgs, x, value: Array, grad) -> tuple:
+    """An L-BFGS state at ``x`` with an empty memory (its next step is steepest descent) that
+    carries the objective ``value`` and its ``grad`` there."""
+    state = opt.init(x)
+    return (*state[:-1], state[-1]._replace(value=value, grad=grad))
 
 
 def _now(_: Array) -> np.ndarray:
@@ -102,37 +112,40 @@ def _solve(objective: Callable, x0s, data, max_iter: Array, grad_tol: Array):
         fun = partial(objective, data=data)
 
         def body(carry):
-            x, state, k, nfev, _, last = carry
+            x, state, fresh, k, nfev, _, last = carry
             value, grad = _value_and_grad(state)  # at x: the objective's only other call site
             updates, new_state = opt.update(grad, state, x, value=value, grad=grad, value_fn=fun)
             new_x = optax.apply_updates(x, updates)
             new_value, new_grad = _value_and_grad(new_state)
-            info = optax.tree_utils.tree_get(new_state, "info")
             g = _max_abs(new_grad)
-            no_decrease = ~(new_value < value)  # the line search's last resort did not descend
             finite = jnp.isfinite(new_value) & jnp.isfinite(g)
+            # the line search's last resort did not descend (or left the domain): kept is the
+            # old point, from which a fit with a memory retries once by steepest descent (as
+            # L-BFGS-B does); one without stops
+            failed = ~finite | ~((new_value < value) | (g <= grad_tol))
             status = jnp.select(
-                [~finite, no_decrease, g <= grad_tol, k + 1 >= max_iter],
-                [NOT_FINITE, NO_DECREASE, CONVERGED, MAX_ITER], RUNNING)
-            keep = (status == NOT_FINITE) | (status == NO_DECREASE)
-            x, state = jax.tree_util.tree_map(lambda old, new: jnp.where(keep, old, new),
-                                              (x, state), (new_x, new_state))
-            k = jnp.where(keep, k, k + 1)
+                [failed & fresh & ~finite, failed & fresh, failed, g <= grad_tol,
+                 k + 1 >= max_iter],
+                [NOT_FINITE, NO_DECREASE, RUNNING, CONVERGED, MAX_ITER], RUNNING)  # fmt: skip
+            x, state = jax.tree_util.tree_map(lambda old, new: jnp.where(failed, old, new),
+                                              (x, _fresh(opt, x, value, grad)), (new_x, new_state))
+            k = jnp.where(failed, k, k + 1)
             last = jax.lax.cond(
-                (k % REPORT_EVERY == 0) & (status == RUNNING),
+                (k % REPORT_EVERY == 0) & (status == RUNNING) & ~failed,
                 lambda: io_callback(_report, clock, index, k, new_value, g, max_iter, since, last),
                 lambda: last)  # fmt: skip
-            return x, state, k, nfev + info.num_linesearch_steps, status, last
+            nfev = nfev + new_state[-1].info.num_linesearch_steps
+            return x, state, failed, k, nfev, status, last
 
         value0, grad0 = jax.value_and_grad(fun)(x0)
-        state0 = optax.tree_utils.tree_set(opt.init(x0), value=value0, grad=grad0)
         g0 = _max_abs(grad0)
         status0 = jnp.select([~(jnp.isfinite(value0) & jnp.isfinite(g0)), g0 <= grad_tol,
                               max_iter <= 0], [NOT_FINITE, CONVERGED, MAX_ITER], RUNNING)
         since = io_callback(_now, clock, index)
-        x, state, k, nfev, status, _ = jax.lax.while_loop(
-            lambda c: c[4] == RUNNING, body,
-            (x0, state0, jnp.asarray(0), jnp.asarray(1), status0, since))
+        x, state, _, k, nfev, status, _ = jax.lax.while_loop(
+            lambda c: c[5] == RUNNING, body,
+            (x0, _fresh(opt, x0, value0, grad0), jnp.asarray(True), jnp.asarray(0),
+             jnp.asarray(1), status0, since))  # fmt: skip
         value, grad = _value_and_grad(state)
         return x, value, _max_abs(grad), k, nfev, status
 
