@@ -4,6 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from workflow_lib.mlm import lbfgs
 from workflow_lib.studies.potts_paper import figures, tables
 
 
