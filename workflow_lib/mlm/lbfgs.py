@@ -113,7 +113,7 @@ def _solve(objective: Callable, x0s, data, max_iter: Array, grad_tol: Array):
 
         def body(carry):
             x, state, fresh, k, nfev, _, last = carry
-            value, grad = _value_and_grad(state)  # at x: the objective's only other call site
+            value, grad = _value_and_grad(state)  # at x, carried: no evaluation here
             updates, new_state = opt.update(grad, state, x, value=value, grad=grad, value_fn=fun)
             new_x = optax.apply_updates(x, updates)
             new_value, new_grad = _value_and_grad(new_state)
@@ -127,8 +127,8 @@ def _solve(objective: Callable, x0s, data, max_iter: Array, grad_tol: Array):
                 [failed & fresh & ~finite, failed & fresh, failed, g <= grad_tol,
                  k + 1 >= max_iter],
                 [NOT_FINITE, NO_DECREASE, RUNNING, CONVERGED, MAX_ITER], RUNNING)  # fmt: skip
-            x, state = jax.tree_util.tree_map(lambda old, new: jnp.where(failed, old, new),
-                                              (x, _fresh(opt, x, value, grad)), (new_x, new_state))
+            x, state = jax.lax.cond(failed, lambda: (x, _fresh(opt, x, value, grad)),
+                                    lambda: (new_x, new_state))  # fmt: skip
             k = jnp.where(failed, k, k + 1)
             last = jax.lax.cond(
                 (k % REPORT_EVERY == 0) & (status == RUNNING) & ~failed,
