@@ -80,8 +80,7 @@ def main() -> None:
         runs = {}
 
         wall, cpu = time.perf_counter(), time.process_time()
-        fits = lbfgs.minimize(objective, jax.tree_util.tree_map(lambda *x: jnp.stack(x), *starts),
-                              data, MAX_ITER, GRAD_TOL)  # fmt: skip
+        fits = lbfgs.minimize(objective, starts, data, MAX_ITER, GRAD_TOL)
         runs["lbfgs.minimize"] = (time.perf_counter() - wall, time.process_time() - cpu,
                                   [(f.fun, f.nit, f.converged(GRAD_TOL)) for f in fits])
 

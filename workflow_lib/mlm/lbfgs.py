@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 
@@ -48,7 +48,7 @@ STOPS = {
 
 @dataclass(frozen=True)
 class Result:
-    """One start's outcome: the final parameters ``x`` (the start's pytree, numpy leaves), the
+    """One start's outcome: the final parameters ``x`` (the start's pytree, JAX arrays), the
     objective ``fun`` and largest absolute gradient entry ``grad_norm`` there, iterations
     ``nit``, objective evaluations ``nfev`` and the stop's ``message`` (``STOPS``)."""
 
@@ -102,7 +102,7 @@ def _report(start: Array, iteration: Array, value: Array, grad_norm: Array, max_
 
 
 @partial(jax.jit, static_argnames=("objective",))
-def _solve(objective: Callable, x0s, data, max_iter: Array, grad_tol: Array):
+def _solve(objective: Callable, x0s, data, max_iter: Array, grad_tol: Array) -> tuple:
     """All starts ``x0s`` (leaves with a leading starts axis) minimised one after another."""
     opt = optax.lbfgs(memory_size=MEMORY)
     clock = jax.ShapeDtypeStruct((), jnp.float64)
@@ -153,14 +153,15 @@ def _solve(objective: Callable, x0s, data, max_iter: Array, grad_tol: Array):
     return jax.lax.map(one, (jnp.arange(n), x0s))
 
 
-def minimize(objective: Callable, x0s, data, max_iter: int, grad_tol: float) -> list[Result]:
-    """Minimise ``objective(x, data) -> scalar`` by L-BFGS from every start in ``x0s`` (a pytree
-    whose leaves have a leading axis of starts) to the gradient criterion ``grad_tol``, at most
-    ``max_iter`` iterations each; a start that runs longer than ``REPORT_SECONDS`` logs its
-    progress. Returns one ``Result`` per start, in order."""
-    x, value, grad_norm, nit, nfev, status = jax.device_get(_solve(
-        objective, x0s, data, jnp.asarray(max_iter), jnp.asarray(grad_tol, jnp.float64)))
-    return [Result(jax.tree_util.tree_map(lambda leaf, k=k: np.asarray(leaf[k]), x),
-                   float(value[k]), float(grad_norm[k]), int(nit[k]), int(nfev[k]),
-                   STOPS[int(status[k])])
+def minimize(objective: Callable, starts: Sequence, data, max_iter: int,
+             grad_tol: float) -> list[Result]:  # fmt: skip
+    """Minimise ``objective(x, data) -> scalar`` by L-BFGS from every start in ``starts``
+    (pytrees of one structure and shape; an array's rows are starts) to the gradient criterion
+    ``grad_tol``, at most ``max_iter`` iterations each; a start that runs longer than
+    ``REPORT_SECONDS`` logs its progress. Returns one ``Result`` per start, in order."""
+    x, *figures = _solve(objective, jax.tree_util.tree_map(lambda *x: jnp.stack(x), *starts),
+                         data, jnp.asarray(max_iter), jnp.asarray(grad_tol, jnp.float64))
+    value, grad_norm, nit, nfev, status = jax.device_get(figures)
+    return [Result(jax.tree_util.tree_map(lambda leaf, k=k: leaf[k], x), float(value[k]),
+                   float(grad_norm[k]), int(nit[k]), int(nfev[k]), STOPS[int(status[k])])
             for k in range(len(value))]  # fmt: skip

@@ -129,6 +129,9 @@ def _data_loss(kind: str, spec: ArchSpec, params: Params, seqs: Array,
     return jnp.mean(per_seq) if weights is None else jnp.sum(weights * per_seq)
 
 
+_jitted_data_loss = jax.jit(_data_loss, static_argnums=(0, 1))  # compiled once per shape
+
+
 def accuracy(kind: str, spec: ArchSpec, params: Params, seqs: Array) -> Array:
     """Fraction of the (sequence, site) pairs of ``seqs: (M, L)`` whose token is the strict
     argmax of its conditional given the rest (a tie with another colour counts as wrong): 1 when
@@ -158,9 +161,8 @@ def effective_l2(l2: float, penalty: str, n_seqs: int, L: int) -> float:
 
 
 # below about this many (row, i, j, colour) entries, a float64 value and gradient of the
-# factored objective costs its fixed overhead on one CPU thread (L = 10, C = 5: 0.03 ms at 10
-# rows, 0.05 ms at 64; L = C = 20: 0.34 ms at 56 rows, linear above), so smaller data sets are
-# padded up to it and share one compiled fit
+# factored objective costs its fixed overhead on one CPU thread rather than its arithmetic, so
+# smaller data sets are padded up to it and share one compiled fit
 PAD_WORK = 2**16
 
 
@@ -263,8 +265,7 @@ def fit_plm(
     grad_tol = float(cfg["grad_tol"])
     distinct, weights = distinct_with_weights(np.asarray(train), C)
     data = (jnp.asarray(distinct), jnp.asarray(weights, jnp.float64), jnp.float64(l2))
-    fits = minimize(_objective(fam, spec), jax.tree_util.tree_map(lambda *x: jnp.stack(x), *starts),
-                    data, int(cfg["max_iter"]), grad_tol)  # fmt: skip
+    fits = minimize(_objective(fam, spec), starts, data, int(cfg["max_iter"]), grad_tol)
     ok = [res.converged(grad_tol) for res in fits]
     best = min(range(len(fits)), key=lambda k: (not ok[k], fits[k].fun))
     res = fits[best]
@@ -273,9 +274,9 @@ def fit_plm(
     # minimum was found once and a lower one may exist
     at_best = sum(o and f.fun <= res.fun + 1e-4 * abs(res.fun)
                   for o, f in zip(ok, fits, strict=True))
-    params = jax.tree_util.tree_map(jnp.asarray, res.x)
+    params = res.x
 
-    data_loss = jax.jit(partial(_data_loss, fam, spec))
+    data_loss = partial(_jitted_data_loss, fam, spec)
     train_loss, test_loss = data_loss(params, train), data_loss(params, test)
     in_train = in_training_set(np.asarray(train), np.asarray(test))
     heldout = data_loss(params, test[~in_train]) if (~in_train).any() else np.nan

@@ -31,10 +31,10 @@ def polish(spec: ArchSpec, params: Params, train: np.ndarray, l2: float, max_ite
     Returns the polished params and ``polish_iterations``, ``polish_converged`` and
     ``polish_stop_reason`` (a ``max_iter`` or line-search stop is a failure to report).
     """
-    x0s = jax.tree_util.tree_map(lambda x: jnp.asarray(x, jnp.float64)[None], params)
-    (res,) = minimize(_objective(spec), x0s, (jnp.asarray(train), jnp.float64(l2)), max_iter,
+    start = jax.tree_util.tree_map(lambda x: jnp.asarray(x, jnp.float64), params)
+    (res,) = minimize(_objective(spec), [start], (jnp.asarray(train), jnp.float64(l2)), max_iter,
                       grad_tol)  # fmt: skip
-    return jax.tree_util.tree_map(jnp.asarray, res.x), {
+    return res.x, {
         "polish_iterations": res.nit, "polish_converged": res.converged(grad_tol),
         "polish_stop_reason": res.message}
 

@@ -171,12 +171,11 @@ def fit(model: CouplingModel, seqs: np.ndarray, weights: np.ndarray, lambdas: di
     starts = [init_params(model, k) for k in jax.random.split(key, n_starts)]
     data = (jnp.asarray(seqs, jnp.int32), jnp.asarray(weights, jnp.float64),
             {k: jnp.float64(v) for k, v in lambdas.items()})
-    runs = minimize(_objective(model), jax.tree_util.tree_map(lambda *x: jnp.stack(x), *starts),
-                    data, max_iter, grad_tol)  # fmt: skip
+    runs = minimize(_objective(model), starts, data, max_iter, grad_tol)
     ok = [r.converged(grad_tol) for r in runs]
     best = min(range(len(runs)), key=lambda k: (not ok[k], runs[k].fun))
     res = runs[best]
-    return Fit(jax.tree_util.tree_map(jnp.asarray, res.x), res.fun, res.nit, res.grad_norm,
+    return Fit(res.x, res.fun, res.nit, res.grad_norm,
                ok[best], res.message, np.array([r.fun for r in runs]),
                time.perf_counter() - start)
 
