@@ -5,7 +5,8 @@
 ``check-config FILE...`` validates config files (merged in order, as ``--configfile`` does) and
 opens every protein alignment and distance file they name;
 ``omniglot OUTDIR`` runs the Omniglot study without Snakemake (on a GPU with ``compute.gpu``);
-``claims SNAPSHOT`` recomputes a results snapshot's claims tables from the tables beside them;
+``claims SNAPSHOT [--check]`` recomputes a results snapshot's claims tables from the tables beside
+them (``--check``: compares, numbers to ``claims.DIGITS`` significant digits);
 ``docs [--preset NAME [--results DIR]]`` writes the results pages (``workflow_lib.pages``) and the
 configuration reference. Errors the user can fix are printed as one line.
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import io
 import json
 import logging
 import os
@@ -76,7 +78,8 @@ def _write_docs(args: argparse.Namespace) -> None:
 def _recompute_claims(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from workflow_lib.pages import recompute_claims
+    from workflow_lib.claims import DIGITS, rounded
+    from workflow_lib.pages import read_claims, recompute_claims
     from workflow_lib.registry import studies
 
     snap, differ = Path(args.snapshot), 0
@@ -85,11 +88,12 @@ def _recompute_claims(args: argparse.Namespace) -> int:
         if not committed.exists():
             continue
         text = recompute_claims(snap, study)
-        same = committed.read_text() == text
+        same = rounded(read_claims(committed)).equals(rounded(read_claims(io.StringIO(text))))
         differ += not same
         if not args.check:
             committed.write_text(text)
-        print(f"{committed}: {'identical' if same else 'differs' if args.check else 'rewritten'}")
+        state = "identical" if same else "differs" if args.check else "rewritten"
+        print(f"{committed}: {state} (numbers to {DIGITS} significant digits)")
     return 1 if args.check and differ else 0
 
 
@@ -176,7 +180,8 @@ def main(argv: list[str] | None = None) -> int:
                         "the tables beside it")
     cl.add_argument("snapshot", help="a snapshot folder, e.g. docs/results/quick")
     cl.add_argument("--check", action="store_true",
-                    help="write nothing; exit 1 unless each recomputed table is byte-identical")
+                    help="write nothing; exit 1 unless each recomputed table is identical (text "
+                    "exactly, numbers to workflow_lib.claims.DIGITS significant digits)")
     omni = sub.add_parser("omniglot", help="run the Omniglot study without Snakemake")
     omni.add_argument("outdir")
     omni.add_argument("--configfile", action="append", default=[],

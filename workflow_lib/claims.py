@@ -24,6 +24,12 @@ At level ``ALPHA`` (one-sided):
 - ``all_of``: an intersection-union test ("a rise and a fall", "better than every a"): it holds
   when every part holds, without a correction; its p is the largest of theirs.
 - ``consistent``: a χ² goodness of fit; ``exact``: a deterministic value (a theory curve).
+
+Every threshold is a ``Criterion`` with its reason (what it protects against, where its value
+comes from); ``criteria`` lists a claims module's, and the docs' criteria table is generated from
+them. A claim may name the checks that gate it (``row(..., gates=...)``): when one of them does
+not hold, ``table`` turns the claim's verdict to ``not resolved`` and names the check in
+``gated_by`` (a claim on data that fail their protocol is not evidence either way).
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ import logging
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from types import ModuleType
 
 import numpy as np
 import pandas as pd
@@ -41,11 +48,31 @@ HOLDS, NOT_RESOLVED, FAILS = "holds", "not resolved", "does not hold"
 VERDICTS = (HOLDS, NOT_RESOLVED, FAILS)
 CLAIM, CHECK = "claim", "check"
 ALPHA = 0.05  # one-sided level of every test
+DIGITS = 6  # a recomputed claims table agrees with the written one to this many significant
+# digits: summation order (BLAS, processor) moves the last digits of a float64 polyfit
 EXACT_FROM = 5  # from this n on, the exact signed-rank p can reach ALPHA (1/32) and must agree
 COLUMNS = ("id", "kind", "study", "figure", "statement", "paper", "measured", "error", "n", "unit",
-           "test", "statistic", "p", "p_exact", "criterion", "verdict")
+           "test", "statistic", "p", "p_exact", "criterion", "verdict", "gates", "gated_by")
 
 Values = Sequence[float] | np.ndarray | pd.Series
+
+
+@dataclass(frozen=True)
+class Criterion:
+    """A threshold of a study's claims or checks with its reason: ``value`` (what the tests
+    use: a number or a range), ``protects`` (what a test at this value guards against) and
+    ``source`` (the paper's sentence, a theory, or a measured noise level with the command that
+    measured it)."""
+
+    name: str
+    value: float | tuple[float, float]
+    protects: str
+    source: str
+
+
+def criteria(module: ModuleType) -> list[Criterion]:
+    """Every ``Criterion`` a claims module defines at its top level, in definition order."""
+    return [v for v in vars(module).values() if isinstance(v, Criterion)]
 
 
 @dataclass(frozen=True)
@@ -254,25 +281,51 @@ class Claim:
     p_exact: float
     criterion: str
     verdict: str
+    gates: str
+    gated_by: str
 
 
 def row(id: str, study: str, figure: str, statement: str, paper: str, test: Test,
-        criterion: str, unit: str, kind: str = CLAIM) -> dict:
-    """One row of a claims table: a paper's ``claim`` or a protocol ``check``."""
+        criterion: str, unit: str, kind: str = CLAIM, gates: Sequence[str] = ()) -> dict:
+    """One row of a claims table: a paper's ``claim`` or a protocol ``check``; ``gates``: the
+    ids of the checks whose failure leaves the claim not resolved (``table`` applies them)."""
     if test.verdict not in VERDICTS:
         raise ValueError(f"claim {id}: unknown verdict {test.verdict!r}")
     if kind not in (CLAIM, CHECK):
         raise ValueError(f"claim {id}: kind {kind!r} is neither {CLAIM!r} nor {CHECK!r}")
     return asdict(Claim(id, kind, study, figure, statement, paper, test.value, test.error,
                         test.n, unit, test.name, test.statistic, test.p, test.p_exact,
-                        criterion, test.verdict))
+                        criterion, test.verdict, ";".join(gates), ""))
+
+
+def _gate(rows: list[dict]) -> list[dict]:
+    """``rows`` with every claim whose gating checks do not all hold turned ``not resolved``,
+    the failing checks (or missing ones, "id (absent)") named in ``gated_by``."""
+    verdicts = {r["id"]: r["verdict"] for r in rows if r["kind"] == CHECK}
+    out = []
+    for r in rows:
+        failing = [g if g in verdicts else f"{g} (absent)"
+                   for g in filter(None, r["gates"].split(";")) if verdicts.get(g) != HOLDS]
+        out.append({**r, "gated_by": ";".join(failing),
+                    "verdict": NOT_RESOLVED if failing else r["verdict"]})
+    return out
 
 
 def table(rows: list[dict]) -> pd.DataFrame:
-    """The claims table of ``rows``, the papers' claims first, then the protocol checks."""
-    df = pd.DataFrame(rows, columns=list(COLUMNS))
+    """The claims table of ``rows`` with their gates applied (``_gate``), the papers' claims
+    first, then the protocol checks."""
+    df = pd.DataFrame(_gate(rows), columns=list(COLUMNS))
     order = df["kind"].map({CLAIM: 0, CHECK: 1})
     return df.iloc[np.argsort(order.to_numpy(), kind="stable")].reset_index(drop=True)
+
+
+def rounded(claims: pd.DataFrame, digits: int = DIGITS) -> pd.DataFrame:
+    """``claims`` with every number rounded to ``digits`` significant digits (text unchanged),
+    the form in which two computations of a table are compared."""
+    out = claims.copy()
+    for col in out.columns[out.dtypes.map(pd.api.types.is_float_dtype)]:
+        out[col] = [float(f"{v:.{digits}g}") if np.isfinite(v) else v for v in out[col]]
+    return out
 
 
 def log_claims(claims: pd.DataFrame, log: logging.Logger) -> None:
