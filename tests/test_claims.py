@@ -10,7 +10,7 @@ from scipy import stats
 
 from workflow_lib import claims as c
 from workflow_lib.studies.potts_paper.claims import potts_claims
-from workflow_lib.studies.potts_paper.tables import separability_threshold
+from workflow_lib.studies.potts_paper.tables import capacity_edge
 
 
 def test_signed_rank_p_is_exact():
@@ -85,7 +85,8 @@ def _potts_tables(excess: list[float], n_real: int = 3) -> dict[str, pd.DataFram
     """Aggregated tables of a made-up run (L = 10, C = 5, M = 2000: an expected excess of
     P / (2 M L) = 0.00238 nats per site): factored attention ``excess`` nats above the optimum per
     realisation, the vanilla models worse and slower, a clean replica fit, and a
-    sample-complexity curve that peaks at the separability edge M = 20."""
+    sample-complexity curve that peaks at the capacity edge M = 20, inside the capacity window
+    alpha in [0.575, 2.3] (M = 10, 20)."""
     r = range(n_real)
     final, history = [], []
     for k in r:
@@ -110,11 +111,17 @@ def _potts_tables(excess: list[float], n_real: int = 3) -> dict[str, pd.DataFram
                      for arch, tau in (("factored", 2 + 0.1 * k), ("vanilla3", 8 + k),
                                        ("vanilla1", 10 + k))
                      for e in range(1, 60)]
+    final = pd.DataFrame(final)
+    final = final.assign(  # made up as if held out, the polish changing nothing
+        test_loss_heldout=final["test_loss"], adam_test_loss_heldout=final["test_loss"],
+        optimal_loss_heldout=final["optimal_loss"], adam_pearson_r=final["pearson_r"],
+        adam_recon_error=final["recon_error"], polished=True)
     data = pd.DataFrame({"realisation": list(r), "mean_hamming": [0.300, 0.302, 0.298][:n_real],
-                         "target_hamming": 0.3, "tolerance": 0.02, "n_train": 2000, "L": 10,
-                         "C": 5, "distinct_fraction": 0.99, "test_in_train": 0.0})
+                         "target_hamming": 0.3, "tolerance": 0.02, "n_train": 2000,
+                         "n_test": 1000, "L": 10, "C": 5, "distinct_fraction": 0.99,
+                         "test_in_train": 0.0})
     plm = pd.DataFrame({"kind": "factored", "realisation": list(r),
-                        "test_loss": [1 + e for e in excess], "recon_error": 0.03})
+                        "test_loss_heldout": [1 + e for e in excess], "recon_error": 0.03})
     plm = pd.concat([plm, plm.assign(kind="factored_from_truth", recon_error=0.015)])
     alphas = np.linspace(0.1, 30, 60)
     eps = np.where(alphas < 1, alphas, 0.5 + 1 / (alphas - 1 + 1e-9))
@@ -122,18 +129,17 @@ def _potts_tables(excess: list[float], n_real: int = 3) -> dict[str, pd.DataFram
         pd.DataFrame({"lambda": 1e-4, "alpha": alphas, "source": "theory", "eps": eps,
                       "sigma2": 0.5}),
         pd.DataFrame({"lambda": 1e-4, "alpha": alphas[::4], "source": "simulation",
-                      "eps": eps[::4], "z": np.tile([0.5, -0.5, 1.0], 5), "n": 30}),
+                      "eps": eps[::4], "z": np.tile([0.5, -0.5, 1.0], 5), "sem": 1e-3,
+                      "n": 30}),
     ])
-    loss = {2: 2.0, 10: 1.4, 20: 3.0, 40: 1.5, 80: 0.8, 160: 0.6}
-    curve = pd.DataFrame([{"realisation": k, "M": m, "alpha": m / 10,
-                           "test_loss": loss[m] + 0.01 * k * (m % 3), "converged": True,
-                           "train_accuracy": 1.0 if m <= 20 else 0.9,
-                           "first_near_duplicate": np.nan, "pearson_r": 1 - 1 / m - 0.001 * k}
+    loss = {2: 2.0, 10: 2.4, 20: 3.0, 40: 1.5, 80: 0.8, 160: 0.6}
+    curve = pd.DataFrame([{"realisation": k, "M": m, "alpha": m / 10, "L": 10.0, "C": 5.0,
+                           "test_loss_heldout": loss[m] + 0.01 * k * (m % 3), "converged": True,
+                           "separable": m <= 20, "pearson_r": 1 - 1 / m - 0.001 * k}
                           for k in r for m in loss])
-    return {"data": data, "training_final": pd.DataFrame(final),
+    return {"data": data, "training_final": final,
             "training_history": pd.DataFrame(history), "plm": plm, "replica": replica,
-            "sample_complexity": curve,
-            "sample_complexity_threshold": separability_threshold(curve)}
+            "sample_complexity": curve, "sample_complexity_threshold": capacity_edge(curve)}
 
 
 def _verdicts(tables) -> dict[str, str]:
@@ -142,49 +148,63 @@ def _verdicts(tables) -> dict[str, str]:
     return dict(zip(table["id"], table["verdict"], strict=True))
 
 
-POTTS_ROWS = ("fig2a.optimal", "fig2a.floor", "fig2b.copy", "fig2c.reconstruction",
+POTTS_ROWS = ("fig2a.optimal", "polish.optimal", "fit.floor", "fig2b.copy",
+              "fig2c.reconstruction", "polish.reconstruction", "fig2a.vanilla1_short",
               "fig2b.partial_vanilla1", "fig2b.partial_vanilla3", "fig2a.faster_vanilla1",
               "fig2a.faster_vanilla3", "fig2a.order_3_layers", "fig2a.order_1_layer",
-              "fig2d.a0_best", "fig2d.trend", "identity.mlm_plm", "fig3_left.theory",
-              "fig3_left.peak", "fig3_left.no_initial_decay", "fig3_left.tail",
-              "fig3_right.rise", "fig3_right.location", "fig3_right.threshold",
+              "fig2d.a0_best", "fig2d.trend", "identity.mlm_plm", "polish.identity",
+              "fig3_left.theory", "fig3_left.peak", "fig3_left.no_initial_decay",
+              "fig3_left.falls", "fig3_left.tail", "fig3_right.rise", "fig3_right.fall",
+              "fig3_right.location", "fig3_right.no_initial_decay", "fig3_right.threshold",
               "plm.consistency", "data.hamming", "data.distinct", "data.held_out")
+CHECKS = {"polish.optimal", "fit.floor", "polish.reconstruction", "polish.identity",
+          "fig3_left.tail", "data.hamming", "data.distinct", "data.held_out"}
 
 
 def test_potts_claims_hold_on_a_clean_run_and_a_doctored_table_turns_them():
-    clean = _verdicts(_potts_tables([0.001, 0.002, 0.0015]))
-    assert set(clean) == set(POTTS_ROWS)
+    table = potts_claims(_potts_tables([0.001, 0.002, 0.0015])).set_index("id")
+    assert set(table.index) == set(POTTS_ROWS)
+    assert set(table.index[table["kind"] == c.CHECK]) == CHECKS
     for claim in POTTS_ROWS:
-        assert clean[claim] == c.HOLDS, (claim, clean)
+        assert table.loc[claim, "verdict"] == c.HOLDS, (claim, table.loc[claim])
     doctored = _potts_tables([0.05, 0.06, 0.055])  # factored attention far above the optimum
     assert _verdicts(doctored)["fig2a.optimal"] == c.FAILS
     doctored["data"]["distinct_fraction"] = [0.99, 0.2, 0.99]  # one glassy data set
     assert _verdicts(doctored)["data.distinct"] == c.FAILS
 
 
-def test_the_peak_is_tested_where_the_training_data_put_it():
+def test_a_data_set_without_held_out_sequences_gates_the_claims_on_test_losses():
     tables = _potts_tables([0.001, 0.002, 0.0015])
-    assert list(tables["sample_complexity_threshold"]["location_M"]) == [20.0] * 3
+    tables["data"]["test_in_train"] = 1.0  # every test sequence in the training set
+    table = potts_claims(tables).set_index("id")
+    assert table.loc["data.held_out", "verdict"] == c.FAILS
+    for gated in ("fig2a.optimal", "fig2a.order_3_layers", "fig3_right.rise", "identity.mlm_plm"):
+        assert table.loc[gated, "verdict"] == c.NOT_RESOLVED
+        assert table.loc[gated, "gated_by"] == "data.held_out"
+    assert table.loc["fig2b.copy", "verdict"] == c.HOLDS  # not a test loss: not gated by it
+    assert table.loc["fig3_left.peak", "verdict"] == c.HOLDS  # theory: no data gate
+
+
+def test_the_peak_is_tested_in_the_capacity_window_and_at_the_capacity_edge():
+    tables = _potts_tables([0.001, 0.002, 0.0015])
+    assert list(tables["sample_complexity_threshold"]["edge_M"]) == [20.0] * 3
     curve = tables["sample_complexity"]
-    # the fits stop separating after M = 10 (a near-duplicate pair only from M = 40 on): the
-    # edge is at M = 10, where the loss is low
-    near = curve.assign(first_near_duplicate=40.0,
-                        train_accuracy=np.where(curve["M"] <= 10, 1.0, 0.9))
-    tables.update(sample_complexity=near,
-                  sample_complexity_threshold=separability_threshold(near))
+    # the peak flattened in every realisation: a curve that only falls (the literal reading's)
+    flat = curve.assign(test_loss_heldout=2.0 / curve["M"] + 0.01 * curve["realisation"])
+    tables["sample_complexity"] = flat
     verdicts = _verdicts(tables)
-    assert verdicts["fig3_right.rise"] == c.FAILS and verdicts["fig3_right.location"] == c.FAILS
-    # the edge is a near-duplicate pair's in every realisation: nothing to test
-    none = curve.assign(first_near_duplicate=20.0)
-    tables.update(sample_complexity=none,
-                  sample_complexity_threshold=separability_threshold(none))
-    assert _verdicts(tables)["fig3_right.rise"] == c.NOT_RESOLVED
-    # a curve that only falls (the literal reading's): the rise does not hold
+    for row in ("fig3_right.rise", "fig3_right.location", "fig3_right.no_initial_decay",
+                "fig3_right.threshold"):
+        assert verdicts[row] == c.FAILS, row
+    assert verdicts["fig3_right.fall"] == c.HOLDS
+    # the fits stop separating after M = 40: the edge moves past the peak, where the loss is
+    # below its neighbours'; the window's tests do not move with it
     tables = _potts_tables([0.001, 0.002, 0.0015])
-    falling = tables["sample_complexity"].assign(
-        test_loss=lambda d: 2.0 / d["M"] + 0.01 * d["realisation"])
-    tables["sample_complexity"] = falling
-    assert _verdicts(tables)["fig3_right.rise"] == c.FAILS
+    late = curve.assign(separable=curve["M"] <= 40)
+    tables.update(sample_complexity=late, sample_complexity_threshold=capacity_edge(late))
+    verdicts = _verdicts(tables)
+    assert verdicts["fig3_right.threshold"] == c.FAILS
+    assert verdicts["fig3_right.rise"] == c.HOLDS and verdicts["fig3_right.location"] == c.HOLDS
 
 
 def test_under_powered_run_is_not_resolved():
@@ -192,7 +212,54 @@ def test_under_powered_run_is_not_resolved():
     assert thin["fig2a.optimal"] == c.NOT_RESOLVED
     tables = _potts_tables([0.001, 0.002, 0.0015])
     curve = tables["sample_complexity"]
-    noisy = curve.copy()
-    noisy.loc[noisy["M"] == 20, "test_loss"] = [1.9, 4.0, 2.2]  # rises of -0.1, 2.0, 0.2
+    noisy = curve.copy()  # window means 2.0, 3.1, 2.2 against 2.0 at the smallest M
+    noisy.loc[noisy["M"] == 10, "test_loss_heldout"] = [1.6, 2.2, 1.9]
+    noisy.loc[noisy["M"] == 20, "test_loss_heldout"] = [2.4, 4.0, 2.5]
     tables["sample_complexity"] = noisy
     assert _verdicts(tables)["fig3_right.rise"] == c.NOT_RESOLVED
+
+
+def test_a_failing_check_gates_the_claims_that_name_it():
+    check = lambda ok: c.row("data.x", "s", "f", "data are fine", "", c.every([ok]), "k", "u",  # noqa: E731
+                             c.CHECK)
+    claim = c.row("a.claim", "s", "f", "a holds", "", c.greater([3.0, 3.1, 2.9]), "k", "u",
+                  gates=["data.x"])
+    free = c.row("b.claim", "s", "f", "b holds", "", c.greater([3.0, 3.1, 2.9]), "k", "u")
+    passed = c.table([claim, free, check(True)]).set_index("id")
+    assert passed.loc["a.claim", "verdict"] == c.HOLDS and passed.loc["a.claim", "gated_by"] == ""
+    failed = c.table([claim, free, check(False)]).set_index("id")
+    assert failed.loc["a.claim", "verdict"] == c.NOT_RESOLVED
+    assert failed.loc["a.claim", "gated_by"] == "data.x"
+    assert failed.loc["b.claim", "verdict"] == c.HOLDS  # not gated by it
+    absent = c.table([claim]).set_index("id")
+    assert absent.loc["a.claim", "gated_by"] == "data.x (absent)"
+
+
+def test_criteria_are_read_from_a_module_and_tables_compare_at_stated_digits():
+    import workflow_lib.studies.potts_paper.claims as potts
+
+    found = c.criteria(potts)
+    assert found and all(isinstance(k, c.Criterion) and k.protects and k.source for k in found)
+    a = pd.DataFrame({"id": ["x"], "measured": [0.12345678901], "p": [np.nan]})
+    b = a.assign(measured=0.12345678907)  # a summation order's last digits
+    assert c.rounded(a).equals(c.rounded(b))
+    assert not c.rounded(a).equals(c.rounded(a.assign(measured=0.1234)))
+
+
+def test_the_polish_checks_appear_only_where_a_polish_ran():
+    tables = _potts_tables([0.001, 0.002, 0.0015])
+    tables["training_final"]["polished"] = False
+    ids = set(potts_claims(tables)["id"])
+    assert not {"polish.optimal", "polish.reconstruction", "polish.identity"} & ids
+    assert {"fig2a.optimal", "fig2c.reconstruction", "identity.mlm_plm", "fit.floor"} <= ids
+
+
+def test_the_criteria_page_lists_every_criterion_of_every_study():
+    from workflow_lib.criteria_page import criteria_page, study_criteria
+    from workflow_lib.registry import studies
+
+    page = criteria_page()
+    for study in studies():
+        for k in study_criteria(study):
+            assert f"| `{k.name}` |" in page and k.protects in page
+    assert "| `CAPACITY_WINDOW` | [1, 4] |" in page

@@ -82,14 +82,13 @@ def test_figure_panels_render():
     fig = figures.fig2b_attention_maps(J, {"factored": J, "vanilla1": np.abs(J)})
     assert len(fig.axes) == 6  # three maps, each with its colour bar
     loss = {2: 2.0, 10: 1.4, 20: 3.0, 40: 1.5, 80: 0.8}  # separable up to M = 20 (L = 10)
-    curve = pd.DataFrame([{"realisation": k, "M": m, "alpha": m / 10, "test_loss": loss[m] + k,
-                           "optimal_loss": 0.3, "converged": True,
-                           "train_accuracy": 1.0 if m <= 20 else 0.9,
-                           "first_near_duplicate": np.nan} for k in (0, 1) for m in loss])
-    fig = figures.fig3_right_sample_complexity(curve, tables.separability_threshold(curve))
+    curve = pd.DataFrame([{"realisation": k, "M": m, "alpha": m / 10, "L": 10.0, "C": 5.0,
+                           "test_loss_heldout": loss[m] + k, "optimal_loss_heldout": 0.3,
+                           "separable": m <= 20} for k in (0, 1) for m in loss])
+    fig = figures.fig3_right_sample_complexity(curve, tables.capacity_edge(curve))
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
-    assert any(label.startswith("separability edge M*/L (median of 2): peak ")
-               for label in labels)
+    assert any(label.startswith("capacity window: peak ") for label in labels)
+    assert "capacity edge (median of 2)" in labels
     assert fig.axes[0].get_ylabel() == "test loss (nats per masked site)"
 
 

@@ -18,7 +18,7 @@ from workflow_lib.mlm import models, plm
 from workflow_lib.potts.artefact import POTTS_SAMPLES
 from workflow_lib.potts.model import random_colour_couplings, random_couplings
 from workflow_lib.registry import Job
-from workflow_lib.sequences import first_near_duplicate
+from workflow_lib.sequences import forced_errors
 from workflow_lib.studies.potts_paper import stages_fits, tables
 from workflow_lib.studies.potts_paper.artefacts import SAMPLE_COMPLEXITY
 
@@ -72,24 +72,30 @@ def test_sum_penalty_fit_is_stationary_for_eq6():
     assert norms["mean"] > 1e-2
 
 
-def test_near_duplicates_by_hand():
+def _forced_by_enumeration(seqs: np.ndarray) -> int:
+    """The errors every classifier makes, by enumerating the classifiers of one site: for each
+    context (the rest of the sequence) the best single token, over every token."""
+    forced = 0
+    for i in range(seqs.shape[1]):
+        groups: dict[bytes, list[int]] = {}
+        for row in seqs:
+            groups.setdefault(np.delete(row, i).tobytes(), []).append(int(row[i]))
+        forced += sum(len(t) - max(t.count(a) for a in range(C)) for t in groups.values())
+    return forced
+
+
+def test_forced_errors_by_hand_and_by_enumeration():
     seqs = np.array([[0, 1, 2, 0],
-                     [1, 1, 2, 1],    # two spins from row 0
-                     [0, 1, 2, 0],    # a copy of row 0: distance 0, not a near duplicate
-                     [0, 2, 2, 0]])   # one spin from rows 0 and 2
-    for chunk in (1, 2, 3, 256):
-        assert first_near_duplicate(seqs, chunk=chunk) == 4
-    assert first_near_duplicate(seqs[:3]) is None
-    assert first_near_duplicate(seqs) is not None
-    assert first_near_duplicate(seqs[[3, 1, 0]]) == 3
-    assert first_near_duplicate(np.zeros((0, 4), int)) is None
-
-
-def test_near_duplicates_match_all_pairs():
-    seqs = np.random.default_rng(0).integers(0, 2, (60, 5))
-    first = next(j + 1 for j in range(60) for i in range(j)
-                 if np.sum(seqs[i] != seqs[j]) == 1)  # fmt: skip
-    assert first_near_duplicate(seqs, chunk=7) == first
+                     [1, 1, 2, 1],    # two spins from row 0: no conflict
+                     [0, 1, 2, 0],    # a copy of row 0: the same context and token, no conflict
+                     [0, 2, 2, 0]])   # one spin from rows 0 and 2: at site 1, tokens 1, 1, 2
+    assert forced_errors(seqs) == 1
+    assert forced_errors(seqs[:3]) == 0
+    assert forced_errors(np.zeros((0, 4), int)) == 0
+    rng = np.random.default_rng(0)
+    for n in (5, 30, 80):
+        seqs = rng.integers(0, 2, (n, 4))  # a small space: many conflicts
+        assert forced_errors(seqs) == _forced_by_enumeration(seqs)
 
 
 def test_accuracy_by_hand_and_ties_count_as_wrong():
@@ -99,10 +105,10 @@ def test_accuracy_by_hand_and_ties_count_as_wrong():
     seqs = rng.integers(0, C, (30, L))
     A = np.asarray(params["A"]) * (1 - np.eye(L))
     logits = np.einsum("ij,ab,mjb->mia", A, np.asarray(params["V"]), np.eye(C)[seqs])
-    expected = np.mean(np.argmax(logits, axis=-1) == seqs)
-    assert float(plm.accuracy("factored", spec, params, jnp.asarray(seqs))) == expected
+    right = np.asarray(plm.correct("factored", spec, params, jnp.asarray(seqs)))
+    np.testing.assert_array_equal(right, np.argmax(logits, axis=-1) == seqs)
     zero = {k: jnp.zeros_like(v) for k, v in params.items()}  # every colour ties: none correct
-    assert float(plm.accuracy("factored", spec, zero, jnp.asarray(seqs))) == 0.0
+    assert not plm.correct("factored", spec, zero, jnp.asarray(seqs)).any()
 
 
 @pytest.mark.slow
@@ -116,8 +122,9 @@ def test_train_accuracy_separable_and_not():
     fits = {name: plm.fit_plm("factored", cfg, seqs, seqs, J, U, BETA, jax.random.key(6))
             for name, seqs in (("apart", apart), ("close", close))}  # fmt: skip
     assert fits["apart"].metrics["train_accuracy"] == 1.0
+    assert fits["apart"].metrics["train_errors"] == forced_errors(apart) == 0
     assert fits["close"].metrics["train_accuracy"] <= 1 - 1 / (2 * L)
-    assert first_near_duplicate(apart) is None and first_near_duplicate(close) is not None
+    assert fits["close"].metrics["train_errors"] == forced_errors(close) == 1  # only the forced
 
 
 def _samples(path, train_seqs, test_seqs, J, U):
@@ -126,17 +133,17 @@ def _samples(path, train_seqs, test_seqs, J, U):
 
 
 @pytest.mark.slow
-def test_stage_records_penalty_accuracy_and_near_duplicates(tmp_path):
+def test_stage_records_penalty_errors_and_separability(tmp_path):
     """The stage with penalty sum fits each M as the mean form with l2 / (M L), bit for bit; it
-    records train_accuracy, separable and near_duplicates, which reach the tables."""
+    records the training errors, those the data force, and separable (the two equal), and the
+    held-out loss on the test sequences absent from the whole training set; all reach the
+    tables."""
     J, U = _couplings()
     rng = np.random.default_rng(7)
     train_seqs = rng.integers(0, C, (40, L))
     train_seqs[25] = train_seqs[3]
     train_seqs[25, 2] = (train_seqs[3, 2] + 1) % C  # rows 3 and 25 one spin apart
-    test_seqs = rng.integers(0, C, (20, L))
-    first = first_near_duplicate(train_seqs)
-    assert first is not None and first <= 26
+    test_seqs = np.concatenate([rng.integers(0, C, (20, L)), train_seqs[30:32]])
     _samples(tmp_path / "samples.h5", train_seqs, test_seqs, J, U)
     sc = schema_defaults("sample_complexity") | {
         "M": [2, 10, 40], "l2": 0.01, "start": "random", "restarts": 1, "max_iter": 500}
@@ -148,50 +155,49 @@ def test_stage_records_penalty_accuracy_and_near_duplicates(tmp_path):
                           "sample_complexity": {**sc, "penalty": form}})
         stages_fits.sample_complexity(job)
     art = read_artefact(paths["sum"], SAMPLE_COMPLEXITY)
-    assert art.attrs["penalty"] == "sum" and art.attrs["first_near_duplicate"] == first
-    np.testing.assert_array_equal(art["near_duplicates"], [False, False, True])
-    np.testing.assert_array_equal(art["separable"], art["train_accuracy"] == 1)
-    assert art["train_accuracy"][-1] < 1  # a near-duplicate pair rules out separability
+    assert art.attrs["penalty"] == "sum"
+    np.testing.assert_array_equal(art["forced_errors"], [0, 0, 1])  # the pair at M = 40
+    np.testing.assert_array_equal(art["separable"], art["train_errors"] == art["forced_errors"])
+    assert np.all(art["train_errors"] >= art["forced_errors"])
     key = stages_fits.stage_key(0, "sample_complexity", 0)
+    heldout = test_seqs[:20]  # rows 30, 31 of the training set are not held out at any M
     for k, M in enumerate(sc["M"]):
         l2 = sc["l2"] / (M * L)
         assert art["l2_effective"][k] == pytest.approx(l2, rel=1e-15)
         fit = plm.fit_plm("factored", {**sc, "l2": art["l2_effective"][k], "l2_full": 1e-3},
-                          train_seqs[:M], test_seqs, J, U, BETA, key)  # fmt: skip
+                          train_seqs[:M], test_seqs, J, U, BETA, key, heldout=heldout)
         assert fit.metrics["test_loss"] == art["test_loss"][k]
-        assert fit.metrics["train_accuracy"] == art["train_accuracy"][k]
+        assert fit.metrics["test_loss_heldout"] == art["test_loss_heldout"][k]
+        assert fit.metrics["train_errors"] == art["train_errors"][k]
     mean = read_artefact(paths["mean"], SAMPLE_COMPLEXITY)
     np.testing.assert_array_equal(mean["l2_effective"], sc["l2"])  # the default: unchanged
     curve = tables.sample_complexity_table([paths["sum"]])
-    for column in ("train_accuracy", "separable", "near_duplicates", "test_loss_heldout",
-                   "l2_effective", "first_near_duplicate"):
+    for column in ("train_errors", "forced_errors", "separable", "test_loss_heldout",
+                   "optimal_loss_heldout", "l2_effective"):
         assert curve[column].notna().all(), column
-    threshold = tables.separability_threshold(curve)
-    assert len(threshold) == 1 and threshold["first_near_duplicate"].iloc[0] <= 40
+    assert len(tables.capacity_edge(curve)) == 1
 
 
-def test_threshold_from_a_hand_made_table():
-    """The edge is the largest M beyond the smallest whose converged fit separates its training
-    set, followed by a grid point that does not, both below the first near-duplicate pair;
-    training data alone decide it."""
+def test_capacity_edge_from_a_hand_made_table():
+    """The edge is the last M of the run of separable fits (training errors equal to the forced
+    ones) that starts at the smallest M; every realisation has a row; training data alone
+    decide it."""
     M = [2, 5, 10, 20, 40]
-    rows = {  # realisation: train accuracy, converged, first near-duplicate M
-        0: ([1, 1, 1, 0.98, 0.95], [1, 1, 1, 1, 1], 40.0),  # a clean edge after M = 10
-        1: ([1, 1, 1, 0.9, 0.8], [1, 1, 1, 1, 1], 20.0),  # the edge is the near duplicate's: none
-        2: ([1, 1, 1, 1, 1], [1, 1, 1, 1, 0], np.nan),  # separable throughout: no edge
-        3: ([0.99, 1, 0.9, 1, 0.9], [1, 1, 1, 1, 1], np.nan),  # the last edge, after M = 20
+    rows = {  # realisation: separable per M
+        0: [1, 1, 1, 0, 0],  # an edge at M = 10
+        1: [1, 1, 1, 1, 1],  # separable throughout: the edge is the last M, no threshold
+        2: [0, 1, 1, 1, 1],  # not separable from the start: no edge
+        3: [1, 1, 0, 1, 0],  # the first miss decides: edge at 5
     }
     curve = pd.concat([pd.DataFrame({
-        "realisation": r, "M": M, "alpha": np.array(M) / 10, "train_accuracy": acc,
-        "converged": np.array(conv, bool), "test_loss": 1.0, "first_near_duplicate": near})
-        for r, (acc, conv, near) in rows.items()], ignore_index=True)  # fmt: skip
-    t = tables.separability_threshold(curve).set_index("realisation")
+        "realisation": r, "M": M, "alpha": np.array(M) / 10, "L": 10.0,
+        "separable": np.array(ok, bool)}) for r, ok in rows.items()], ignore_index=True)
+    t = tables.capacity_edge(curve).set_index("realisation")
     expected = pd.DataFrame({
-        "location_M": [10, np.nan, np.nan, 20], "location_alpha": [1.0, np.nan, np.nan, 2.0],
-        "before_M": [5, np.nan, np.nan, 10], "after_M": [20, np.nan, np.nan, 40],
-        "after2_M": [40, np.nan, np.nan, np.nan], "threshold_M": [20, 20, np.nan, 2],
-        "separable_beyond": [False, False, False, True], "M_min": 2.0, "M_max": 40.0,
-        "L": 10.0}, index=pd.Index([0, 1, 2, 3], name="realisation"))
+        "edge_M": [10, 40, np.nan, 5], "edge_alpha": [1.0, 4.0, np.nan, 0.5],
+        "threshold_M": [20, np.nan, 2, 10], "before_M": [5, 20, np.nan, 2],
+        "after_M": [40, np.nan, 5, 20], "M_min": 2.0, "M_max": 40.0, "L": 10.0},
+        index=pd.Index([0, 1, 2, 3], name="realisation"))
     pd.testing.assert_frame_equal(t[expected.columns], expected, check_dtype=False)
 
 

@@ -67,6 +67,26 @@ def _iut(rng: np.random.Generator, n: int, effect: bool) -> c.Test:
     return c.all_of(c.greater(rise), c.greater(rng.normal(1.0 if effect else 0.0, 1.0, n)))
 
 
+def _log_ratio(rng: np.random.Generator, n: int, effect: bool) -> c.Test:
+    """Fig. 3 right's edge test: per realisation the log of a loss ratio, normal with the
+    spread of the quick identity snapshot's (s.d. 0.22) and, with the effect, its mean (0.53)."""
+    return c.greater(rng.normal(0.53 if effect else 0.0, 0.22, n))
+
+
+def _theory(rng: np.random.Generator, n: int, effect: bool) -> c.Test:
+    """Fig. 3 left's equivalence: relative residuals of simulation points about the theory,
+    s.d. 0.016 (the quick snapshots'), centred (effect) or at the margin 0.05 (null)."""
+    return c.equivalent(rng.normal(0.0 if effect else 0.05, 0.016, n), 0.05)
+
+
+def _peak(rng: np.random.Generator, n: int, effect: bool) -> c.Test:
+    """Fig. 3 right's location: a rise, a fall and a rise beyond alpha = 1 (three log ratios of
+    s.d. 1), the last absent without the effect."""
+    parts = [rng.normal(3.0, 1.0, n), rng.normal(3.0, 1.0, n),
+             rng.normal(1.0 if effect else 0.0, 1.0, n)]
+    return c.all_of(*(c.greater(x) for x in parts))
+
+
 KINDS = (
     Kind("one-sided t, normal units", "mean / s.d. = 1", _greater),
     Kind("one-sided t, heavy-tailed units (t, 2 dof)", "shift = 1", _heavy),
@@ -74,6 +94,11 @@ KINDS = (
     Kind("Fisher z above r = 0.95", "z shifted by 1 s.d.", _fisher),
     Kind("McNemar exact (10 n episodes)", "discordant 0.3 vs 0.1 (null 0.2 vs 0.2)", _mcnemar),
     Kind("intersection-union (rise and fall)", "fall / s.d. = 1 (null: no fall)", _iut),
+    Kind("one-sided t on log ratios (Fig. 3 right's edge)", "mean 0.53, s.d. 0.22", _log_ratio),
+    Kind("TOST within +-0.05 (Fig. 3 left's theory)", "mean 0, s.d. 0.016 (null: at the margin)",
+         _theory),
+    Kind("intersection-union of 3 (Fig. 3 right's location)", "third part / s.d. = 1 (null: "
+         "absent)", _peak),
 )
 
 

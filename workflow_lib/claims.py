@@ -184,10 +184,12 @@ def _fisher(r: Values) -> np.ndarray:
 
 def correlation_above(r: Values, bound: float) -> Test:
     """One-sided t on the Fisher-z scale of "the per-unit correlations exceed ``bound``"; the
-    value is the back-transformed mean z, the error the s.e.m. of z."""
+    value is the back-transformed mean z, the error the s.e.m. of z carried to that scale
+    (``(1 - r^2)`` times it, the derivative of tanh)."""
     z = greater(_fisher(r), float(np.arctanh(bound)))
-    return Test("one-sided t on Fisher z", float(np.tanh(z.value)), z.error, z.n, z.statistic,
-                z.p, z.p_exact, z.verdict)
+    r_mean = float(np.tanh(z.value))
+    return Test("one-sided t on Fisher z", r_mean, (1 - r_mean ** 2) * z.error, z.n,
+                z.statistic, z.p, z.p_exact, z.verdict)
 
 
 def correlation_gap(r_high: Values, r_low: Values) -> Test:

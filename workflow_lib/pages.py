@@ -21,6 +21,7 @@ from workflow_lib.artefacts import atomic_path
 from workflow_lib.calibration import power_markdown, power_table
 from workflow_lib.claims import CHECK, CLAIM, VERDICTS
 from workflow_lib.config import load_schema
+from workflow_lib.criteria_page import criteria_page
 from workflow_lib.performance import BENCHMARKS_DIR, performance_page
 from workflow_lib.reference import configuration_page
 from workflow_lib.registry import Job, Study, studies
@@ -269,7 +270,8 @@ def index_page(root: Path) -> str:
 def write_docs(docs: Path, preset: str | None = None, results: Path | None = None,
                source: dict | None = None, only: tuple[str, ...] = ()) -> list[Path]:
     """Snapshot the run in ``results`` (if given) as ``preset`` and write its results pages,
-    then the index, the configuration reference, the claims tests' calibration table and (in a
+    then the index, the configuration reference, the criteria of the claims
+    (``criteria_page``), the claims tests' calibration table and (in a
     source tree, from the parsed workflow) the stage tables in ``pipeline.md`` and (in a source
     tree, from the benchmarks' CSV files) the performance page under ``docs``; ``only``:
     snapshot just these studies (a run of one study's target); returns the pages written."""
@@ -285,7 +287,8 @@ def write_docs(docs: Path, preset: str | None = None, results: Path | None = Non
             written.append(page)
     root.mkdir(parents=True, exist_ok=True)
     pages = {root / "README.md": index_page(root),
-             docs / "configuration.md": configuration_page(load_schema())}
+             docs / "configuration.md": configuration_page(load_schema()),
+             docs / "criteria.md": criteria_page()}
     if (docs / "pipeline.md").exists():
         page = with_power_table((docs / "pipeline.md").read_text())
         pages[docs / "pipeline.md"] = with_stage_tables(page) if SNAKEFILE.exists() else page

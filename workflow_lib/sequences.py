@@ -1,5 +1,5 @@
 """Which test sequences also occur in the training set (the test loss is then in-sample), how
-many distinct sequences a data set holds, and where it first holds two sequences one spin apart.
+many distinct sequences a data set holds, and how many masked tokens its conflicts force wrong.
 
 Rows are compared as byte strings of int32 colours, so arrays of any integer dtype compare by
 value."""
@@ -26,23 +26,22 @@ def n_distinct(seqs: np.ndarray) -> int:
     return len({row.tobytes() for row in np.ascontiguousarray(seqs, np.int32)})
 
 
-def first_near_duplicate(seqs: np.ndarray, chunk: int = 256) -> int | None:
-    """The smallest ``M`` such that the first ``M`` rows of ``seqs: (N, L)`` hold two rows at
-    Hamming distance 1 (distinct, one spin apart), or ``None`` when no two rows are.
-
-    Two such sequences cannot both have every site predicted correctly by a fit of the
-    conditionals (at the differing site the rest is the same, the tokens differ), so the training
-    data stop being separable at that ``M``. Rows are compared in chunks of ``chunk`` against
-    all earlier rows: ``O(N^2 L / 2)`` comparisons, ``chunk x N x L`` booleans in memory.
-    """
-    seqs = np.asarray(seqs)
-    n = len(seqs)
-    for start in range(0, n, chunk):
-        stop = min(start + chunk, n)
-        distance = (seqs[start:stop, None, :] != seqs[None, :stop, :]).sum(axis=-1)
-        earlier = np.arange(stop)[None, :] < np.arange(start, stop)[:, None]
-        hit = ((distance == 1) & earlier).any(axis=1)
-        if hit.any():
-            return start + int(np.argmax(hit)) + 1
-    return None
-
+def forced_errors(seqs: np.ndarray) -> int:
+    """The number of (sequence, site) pairs of ``seqs: (M, L)`` that every classifier of a
+    masked token from the rest of its sequence gets wrong: at each site the sequences that agree
+    everywhere else (one context) but carry different tokens there conflict, and of a context's
+    ``n`` tokens at most the most frequent one's count can be right. A fit separates its
+    training data as well as the data allow when its training errors equal this count.
+    ``O(L M log M)``: one sort of the contexts per site."""
+    seqs = np.ascontiguousarray(seqs, np.int32)
+    forced = 0
+    for i in range(seqs.shape[1]):
+        context = seqs.copy()
+        context[:, i] = -1
+        _, ctx = np.unique(context, axis=0, return_inverse=True)
+        pairs, count = np.unique(np.stack([ctx.ravel(), seqs[:, i]], 1), axis=0,
+                                 return_counts=True)
+        best = np.zeros(int(ctx.max()) + 1 if len(ctx) else 0, np.int64)
+        np.maximum.at(best, pairs[:, 0], count)
+        forced += len(seqs) - int(best.sum())
+    return forced

@@ -132,15 +132,15 @@ def _data_loss(kind: str, spec: ArchSpec, params: Params, seqs: Array,
 _jitted_data_loss = jax.jit(_data_loss, static_argnums=(0, 1))  # compiled once per shape
 
 
-def accuracy(kind: str, spec: ArchSpec, params: Params, seqs: Array) -> Array:
-    """Fraction of the (sequence, site) pairs of ``seqs: (M, L)`` whose token is the strict
-    argmax of its conditional given the rest (a tie with another colour counts as wrong): 1 when
-    the fit classifies every masked site of ``seqs`` correctly (the data are separable by it)."""
+def correct(kind: str, spec: ArchSpec, params: Params, seqs: Array) -> Array:
+    """``(M, L)`` bool: the token of each (sequence, site) pair of ``seqs: (M, L)`` is the strict
+    argmax of its conditional given the rest (a tie with another colour counts as wrong); all
+    true when the fit classifies every masked site of ``seqs`` correctly."""
     logits = _logits(kind, spec, params, seqs)
     own = jax.nn.one_hot(seqs, logits.shape[-1], dtype=bool)
     true = jnp.sum(jnp.where(own, logits, 0.0), axis=-1)
     others = jnp.max(jnp.where(own, -jnp.inf, logits), axis=-1)
-    return jnp.mean((true > others).astype(logits.dtype))
+    return true > others
 
 
 PENALTY_FORMS = ("mean", "sum")
@@ -218,6 +218,7 @@ def fit_plm(
     beta: float,
     key: Array,
     starts: list[Params] | None = None,
+    heldout: np.ndarray | None = None,
 ) -> PLMResult:
     """Maximum pseudo-likelihood fit of ``kind`` (one of ``PLM_KINDS``) on ``train_seqs``.
 
@@ -228,9 +229,12 @@ def fit_plm(
     (e.g. Adam solutions to polish) instead of the kind's own starts (random, zero, or the
     truth). The best fit is the lowest objective among the
     converged ones (among all when none converged: ``metrics["converged"]`` is then False).
-    The test loss is also reported on the test sequences absent from the training set
-    (``test_loss_heldout``; ``test_overlap`` is the fraction present). ``train_accuracy``:
-    the fraction of training (sequence, site) pairs whose token the fit predicts (``accuracy``).
+    The test loss is also reported on held-out sequences (``test_loss_heldout``, beside the
+    optimal loss on them, ``optimal_loss_heldout``): ``heldout: (M_h, L)`` when given (e.g. the
+    test sequences absent from a larger training set that ``train_seqs`` is the start of), else
+    the test sequences absent from ``train_seqs`` (``test_overlap`` is the fraction present).
+    ``train_accuracy`` and ``train_errors``: the fraction and the number of training (sequence,
+    site) pairs whose token the fit predicts, and does not (``correct``).
     """
     if kind not in PLM_KINDS:
         raise ValueError(f"unknown PLM kind {kind!r}; allowed: {PLM_KINDS}")
@@ -279,8 +283,12 @@ def fit_plm(
     data_loss = partial(_jitted_data_loss, fam, spec)
     train_loss, test_loss = data_loss(params, train), data_loss(params, test)
     in_train = in_training_set(np.asarray(train), np.asarray(test))
-    heldout = data_loss(params, test[~in_train]) if (~in_train).any() else np.nan
-    train_accuracy = accuracy(fam, spec, params, train)
+    if heldout is None:
+        heldout = np.asarray(test)[~in_train]
+    held = jnp.asarray(heldout, jnp.int32)
+    heldout_loss, heldout_optimum = ((data_loss(params, held), optimal_loss(held, J64, U64, beta))
+                                     if len(held) else (np.nan, np.nan))
+    right = np.asarray(correct(fam, spec, params, train))
     if fam == "factored":
         att, extra = params["A"], {}
     else:
@@ -289,9 +297,11 @@ def fit_plm(
     error, r, c = reconstruction(att, J64, gauge=True)  # zero diagonal; sign is a gauge
     metrics = {
         "train_loss": float(train_loss),
-        "train_accuracy": float(train_accuracy),
+        "train_accuracy": float(right.mean()),
+        "train_errors": int(right.size - right.sum()),
         "test_loss": float(test_loss),
-        "test_loss_heldout": float(heldout),
+        "test_loss_heldout": float(heldout_loss),
+        "optimal_loss_heldout": float(heldout_optimum),
         "test_overlap": float(np.mean(in_train)),
         "objective": float(res.fun),
         "recon_error": float(error),

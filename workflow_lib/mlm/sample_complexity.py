@@ -1,6 +1,7 @@
 """The measured sample complexity of factored attention (Rende et al. 2024, Fig. 3 right): the
 pseudo-likelihood fit of the factored family (``plm.fit_plm``) on the first M training
-sequences, for every M of a grid, scored on one test set."""
+sequences, for every M of a grid, scored on one test set and on its sequences absent from the
+whole training set (held out at every M)."""
 
 from __future__ import annotations
 
@@ -11,25 +12,25 @@ import jax
 import numpy as np
 
 from workflow_lib.mlm.plm import effective_l2, fit_plm
-from workflow_lib.sequences import first_near_duplicate, in_training_set
+from workflow_lib.sequences import forced_errors, in_training_set
 
 log = logging.getLogger("workflow_lib.mlm")
 
 COLUMNS = ("test_loss", "test_loss_heldout", "train_loss", "pearson_r", "grad_norm",
-           "train_accuracy")  # fmt: skip
+           "train_accuracy", "train_errors")  # fmt: skip
 
 
 @dataclass
 class Curve:
     """Outcome of ``curve``: ``columns`` (each ``(n_M,)``: ``M``, the metrics ``COLUMNS``,
-    ``converged``, ``best_start``, ``starts_at_best``, ``l2_effective``, ``separable``,
-    ``near_duplicates``; see ``curve``), ``optimal_loss`` (nats, on the test set),
-    ``first_near_duplicate`` (None when the training set holds no two sequences one spin apart)
-    and ``test_overlap`` (fraction of the test sequences in the full training set)."""
+    ``forced_errors``, ``separable``, ``converged``, ``best_start``, ``starts_at_best``,
+    ``l2_effective``; see ``curve``), ``optimal_loss`` (nats, on the test set),
+    ``optimal_loss_heldout`` (on its sequences absent from the training set: NaN when none) and
+    ``test_overlap`` (fraction of the test sequences in the full training set)."""
 
     columns: dict[str, np.ndarray]
     optimal_loss: float
-    first_near_duplicate: int | None
+    optimal_loss_heldout: float
     test_overlap: float
 
     @property
@@ -49,9 +50,12 @@ def curve(train: np.ndarray, test: np.ndarray, J: np.ndarray, U: np.ndarray, bet
     and sites; ``sum``, eq. (6) of the paper, fitted as the averaged objective with l2 / (M L)
     (``plm.effective_l2``: ``l2_effective``). Per M besides ``COLUMNS``: ``converged``,
     ``best_start`` (0 is the spectral start when there is one), ``starts_at_best`` (converged
-    starts within 1e-4 of the kept objective, relative), ``separable`` (train accuracy 1) and
-    ``near_duplicates`` (the first M sequences hold two one spin apart, which rules out
-    separability).
+    starts within 1e-4 of the kept objective, relative), ``train_errors`` (training tokens the
+    fit gets wrong), ``forced_errors`` (those the conflicts of ``train[:M]`` force wrong on every
+    classifier: ``sequences.forced_errors``) and ``separable`` (the fit's errors are only the
+    forced ones: the training set is separated as far as its data allow). ``test_loss_heldout``
+    is measured on the test sequences absent from the whole ``train``: one held-out set for
+    every M. A fit with fewer errors than the data force is impossible and raises.
     """
     sizes = np.asarray(sc["M"])
     if sizes.max() > len(train):
@@ -60,9 +64,12 @@ def curve(train: np.ndarray, test: np.ndarray, J: np.ndarray, U: np.ndarray, bet
     cfg = {"l2_full": l2_full,
            **{k: sc[k] for k in ("start", "l2", "max_iter", "restarts", "grad_tol")}}
     l2s = [effective_l2(sc["l2"], sc["penalty"], int(M), J.shape[0]) for M in sizes]
+    in_train = in_training_set(train, test)
+    heldout = test[~in_train]
     fits = []
     for M, l2 in zip(sizes, l2s, strict=True):
-        fit = fit_plm("factored", {**cfg, "l2": l2}, train[:M], test, J, U, beta, key)
+        fit = fit_plm("factored", {**cfg, "l2": l2}, train[:M], test, J, U, beta, key,
+                      heldout=heldout)
         m = fit.metrics
         fits.append(m)
         log.info("M = %d: test loss %.4f, train loss %.4f, train accuracy %.4f, max |gradient| "
@@ -71,13 +78,16 @@ def curve(train: np.ndarray, test: np.ndarray, J: np.ndarray, U: np.ndarray, bet
                  sc["start"], m["starts_at_best"], m["starts"],
                  "converged" if m["converged"] else "NOT CONVERGED")
     column = lambda k: np.array([m[k] for m in fits])  # noqa: E731
-    first_pair = first_near_duplicate(train)
+    forced = np.array([forced_errors(train[:M]) for M in sizes])
+    errors = column("train_errors")
+    if np.any(errors < forced):
+        raise RuntimeError(f"sample complexity: a fit has fewer training errors ({errors}) than "
+                           f"the data force ({forced}); the error count is wrong")
     columns = {
-        "M": sizes, **{k: column(k) for k in COLUMNS}, "converged": column("converged"),
+        "M": sizes, **{k: column(k) for k in COLUMNS}, "forced_errors": forced,
+        "separable": errors == forced, "converged": column("converged"),
         "best_start": column("best_restart"), "starts_at_best": column("starts_at_best"),
-        "l2_effective": np.array(l2s), "separable": column("train_accuracy") == 1.0,
-        "near_duplicates": (sizes >= first_pair if first_pair is not None
-                            else np.zeros(len(sizes), bool)),
+        "l2_effective": np.array(l2s),
     }  # fmt: skip
-    return Curve(columns, fit.optimal_loss, first_pair,
-                 float(np.mean(in_training_set(train, test))))
+    return Curve(columns, fit.optimal_loss, fits[-1]["optimal_loss_heldout"],
+                 float(np.mean(in_train)))

@@ -21,7 +21,8 @@ Protocol:
   the factored family with ``polish_max_iter > 0`` the kept solution is polished by full-batch
   L-BFGS in float64 on the same objective (``polish``) and converged means its gradient
   criterion (``polish.POLISH_CONVERGENCE``). Every run records ``grad_norm``, the largest
-  gradient entry of the training objective (all sites, full batch) at its final parameters.
+  gradient entry of the training objective (all sites, full batch) at its final parameters, and
+  the Adam solution's own metrics before any polish (``adam_*``): what MLM training reached.
 - the whole run of every problem, including the optimal loss and the final ``c*`` fit, is one
   ``jit``-compiled program (``loop.run``), compiled once per configuration and data shape in a
   ``CompiledRuns`` cache that callers may keep across calls; progress goes to its ``Progress``
@@ -52,11 +53,14 @@ from workflow_lib.mlm.models import ArchSpec, Params, arch_spec, flatten_params
 from workflow_lib.mlm.objective import full_loss
 from workflow_lib.mlm.plan import Plan, make_plan
 from workflow_lib.mlm.polish import POLISH_CONVERGENCE, grad_norm, polish
+from workflow_lib.potts.model import optimal_loss
 from workflow_lib.sequences import in_training_set
 
 log = logging.getLogger("workflow_lib.mlm")
 
 TRAIN_DEFAULTS = schema_defaults("training")
+ADAM_METRICS = ("train_loss", "test_loss", "test_loss_heldout", "recon_error", "pearson_r")
+# recorded as adam_* before any polish: what MLM training by Adam itself reached
 
 
 @dataclass
@@ -166,8 +170,11 @@ def train_many(arch: str, cfg: dict, problems: Sequence[Problem],
     program = {"steps": steps, "steps_per_second": steps / (t_done - t_compiled),
                "compile_seconds": t_compiled - t_start, "realisations_per_program": K,
                "program_seconds": t_done - t_start}
+    heldout_optimum = [float(optimal_loss(t[~m], j, u, b)) if (~m).any() else np.nan
+                       for t, m, j, u, b in zip(test, in_train, J, U, beta, strict=True)]
     return [
-        _result(arch, spec, plan, cfg, train[k], test[k], in_train[k], J[k], float(optimum[k]),
+        _result(arch, spec, plan, cfg, train[k], test[k], in_train[k], J[k],
+                (float(optimum[k]), heldout_optimum[k]),
                 jax.tree_util.tree_map(lambda x, k=k: x[k], params),
                 {key: v[:, k] for key, v in history.items()}, att[k], train_losses[k],
                 [x[k] for x in fits], program)
@@ -176,14 +183,18 @@ def train_many(arch: str, cfg: dict, problems: Sequence[Problem],
 
 
 def _result(arch: str, spec: ArchSpec, plan: Plan, cfg: dict, train: np.ndarray,
-            test: np.ndarray, in_train: np.ndarray, J: np.ndarray, optimum: float,
+            test: np.ndarray, in_train: np.ndarray, J: np.ndarray,
+            optima: tuple[float, float],
             params: Params, history: dict[str, np.ndarray], att: np.ndarray,
             train_losses: np.ndarray, fits: list[np.ndarray],
             program: dict[str, float | int]) -> TrainResult:  # fmt: skip
     """One problem's ``TrainResult`` from its share of ``loop.run``'s output (restart axis
     first; ``history`` values ``(epochs, R)``): the best restart by training loss, polished (the
-    factored family), with its metrics; ``program``: the shared program's sizes and timings."""
+    factored family), with its metrics (``adam_*``: those of the Adam solution before any
+    polish); ``optima``: the optimal loss on the test set and on its held-out part;
+    ``program``: the shared program's sizes and timings."""
     t_start = time.perf_counter()
+    optimum, heldout_optimum = optima
     best = int(np.argmin(train_losses))
     restarts = {"train_loss": np.asarray(train_losses, np.float64),
                 "test_loss": np.asarray(history["test_loss"][-1], np.float64)}
@@ -197,6 +208,7 @@ def _result(arch: str, spec: ArchSpec, plan: Plan, cfg: dict, train: np.ndarray,
     final = {"train_loss": float(train_losses[best]),
              **{k: float(history[k][-1]) for k in ("test_loss", "test_loss_heldout")},
              "recon_error": error, "pearson_r": r, "attention_scale": c}
+    adam = {f"adam_{k}": final[k] for k in ADAM_METRICS}
     conv = {**convergence(history["train_loss"], float(cfg["convergence_window"]),
                           float(cfg["convergence_tol"])),
             "convergence_tol": float(cfg["convergence_tol"]),
@@ -208,11 +220,10 @@ def _result(arch: str, spec: ArchSpec, plan: Plan, cfg: dict, train: np.ndarray,
         evaluation, att = evaluate(spec, best_params, test, ~in_train, J)
         error, r, c = reconstruction(att, J, gauge=True)
         att = np.asarray(att, np.float64)
-        adam = {f"adam_{k}": final[k] for k in ("train_loss", "test_loss")}
         final = {"train_loss": float(full_loss(spec, best_params, train)),
                  **{k: float(evaluation[k]) for k in ("test_loss", "test_loss_heldout")},
                  "recon_error": float(error), "pearson_r": float(r),
-                 "attention_scale": float(c), **adam}  # fmt: skip
+                 "attention_scale": float(c)}  # fmt: skip
         conv |= {**report, "converged": report["polish_converged"],
                  "polish_grad_tol": float(cfg["polish_grad_tol"]),
                  "convergence_criterion": POLISH_CONVERGENCE}  # fmt: skip
@@ -225,7 +236,7 @@ def _result(arch: str, spec: ArchSpec, plan: Plan, cfg: dict, train: np.ndarray,
                     final["grad_norm"])  # fmt: skip
     attention = att if spec.kind == "transformer" else final["attention_scale"] * att
     metrics = {
-        **final,
+        **final, **adam, "optimal_loss_heldout": heldout_optimum,
         "test_overlap": float(np.mean(in_train)),
         **conv,
         "best_restart": best,

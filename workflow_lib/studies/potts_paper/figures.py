@@ -17,7 +17,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from workflow_lib.studies.potts_paper.claims import sample_complexity_claims  # noqa: E402
+from workflow_lib.studies.potts_paper.claims import (  # noqa: E402
+    capacity_window,
+    sample_complexity_claims,
+)
 from workflow_lib.studies.potts_paper.tables import attention_maps  # noqa: E402
 
 ARCH_LABELS = {
@@ -156,23 +159,30 @@ def fig3_left_replica(replica: pd.DataFrame) -> plt.Figure:
     return fig
 
 
-def fig3_right_sample_complexity(curve: pd.DataFrame, threshold: pd.DataFrame) -> plt.Figure:
-    """Test loss of factored attention on Potts data vs alpha = M/L (mean ± s.e.), with the
-    pre-registered peak location (``threshold``: per realisation, the separability edge of the
-    training data) marked at its median over realisations and labelled with the verdict of the
-    claims table's ``fig3_right.location`` row (the same test on the same tables)."""
-    g = curve.groupby("alpha")["test_loss"]
+def fig3_right_sample_complexity(curve: pd.DataFrame, edge: pd.DataFrame) -> plt.Figure:
+    """Held-out test loss of factored attention on Potts data vs alpha = M/L (mean ± s.e.), the
+    optimal loss on the same sequences, the pre-registered capacity window of the peak test
+    (shaded, ``claims.capacity_window``) labelled with the verdict of the test of the claims
+    table's ``fig3_right.location`` row (the same test on the same tables, before the data
+    checks that gate it), and the capacity edge (per
+    realisation, the last M whose fit separates its training data as far as they allow: median
+    over realisations)."""
+    g = curve.groupby("alpha")["test_loss_heldout"]
     mean, sem = g.mean(), g.sem().fillna(0)
     fig, ax = plt.subplots(figsize=(4.5, 3.4), constrained_layout=True)
     ax.errorbar(mean.index, mean, yerr=sem, marker="o", ms=3.5, capsize=2,
                 label=f"factored attention (n = {curve['realisation'].nunique()})")
-    ax.axhline(curve["optimal_loss"].mean(), color="k", ls="--", lw=1, label="optimal (mean)")
-    located = threshold["location_alpha"].dropna()
-    rows = {r["id"]: r for r in sample_complexity_claims(curve, threshold)}
-    if len(located) and "fig3_right.location" in rows:
-        verdict = rows["fig3_right.location"]["verdict"]
+    ax.axhline(curve["optimal_loss_heldout"].mean(), color="k", ls="--", lw=1,
+               label="optimal (mean)")
+    rows = {r["id"]: r for r in sample_complexity_claims(curve, edge)}
+    if "fig3_right.location" in rows:
+        lo, hi = capacity_window(float(curve["L"].iloc[0]), float(curve["C"].iloc[0]))
+        ax.axvspan(lo, hi, color="grey", alpha=0.15, lw=0,
+                   label=f"capacity window: peak {rows['fig3_right.location']['verdict']}")
+    located = edge["edge_alpha"].dropna()
+    if len(located):
         ax.axvline(float(located.median()), color="grey", lw=0.8, ls=":",
-                   label=f"separability edge M*/L (median of {len(located)}): peak {verdict}")
+                   label=f"capacity edge (median of {len(located)})")
     ax.set_xscale("log")
     ax.set_xlabel(r"$\alpha = M / L$")
     ax.set_ylabel("test loss (nats per masked site)")

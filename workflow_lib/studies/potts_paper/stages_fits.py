@@ -100,31 +100,30 @@ def sample_complexity(job: Job) -> None:
 
     Datasets: ``M: (n_M,)`` and per M the curve's columns (``test_loss``,
     ``test_loss_heldout``, ``train_loss``, ``pearson_r``, ``grad_norm``, ``converged``,
-    ``best_start``, ``starts_at_best``, ``l2_effective``, ``train_accuracy``, ``separable``,
-    ``near_duplicates``); attributes ``test_overlap`` (fraction of the test sequences in the full
-    training set), ``all_converged``, ``penalty`` and ``first_near_duplicate`` (the smallest M
-    whose first M training sequences hold two one spin apart; NaN when the full training set
-    holds none).
+    ``best_start``, ``starts_at_best``, ``l2_effective``, ``train_accuracy``, ``train_errors``,
+    ``forced_errors``, ``separable``); attributes ``test_overlap`` (fraction of the test
+    sequences in the full training set), ``optimal_loss`` and ``optimal_loss_heldout`` (on the
+    test set and on its held-out part), ``all_converged`` and ``penalty``.
     """
     p = job.params
     sc = p["sample_complexity"]
     train_seqs, test_seqs, J, U, beta = load_samples(job.input["samples"])
     key = stage_key(p["seed"], "sample_complexity", p["realisation"])
     result = curve(train_seqs, test_seqs, J, U, beta, key, sc, p["l2_full"])
-    cols, first_pair = result.columns, result.first_near_duplicate
+    cols = result.columns
     if not result.all_converged:
         log.warning("sample complexity r%d: %d of %d fits NOT CONVERGED (M = %s)",
                     p["realisation"], int(np.sum(~cols["converged"])), len(cols["M"]),
                     cols["M"][~cols["converged"]].tolist())
-    log.info("sample complexity r%d: separable at M = %s; two training sequences one spin apart "
-             "from M = %s", p["realisation"], cols["M"][cols["separable"]].tolist(), first_pair)
+    log.info("sample complexity r%d: separable (training errors only those the data force) at "
+             "M = %s; forced errors %s", p["realisation"], cols["M"][cols["separable"]].tolist(),
+             cols["forced_errors"].tolist())
     write_artefact(
         job.output["curve"], SAMPLE_COMPLEXITY, cols,
         p, seeds={"seed": p["seed"], "realisation": p["realisation"]},
         attrs={"L": J.shape[0], "C": U.shape[0], "optimal_loss": result.optimal_loss,
                "beta": beta, "n_test": len(test_seqs), "grad_tol": float(sc["grad_tol"]),
                "start": sc["start"], "all_converged": result.all_converged,
-               "penalty": sc["penalty"],
-               "first_near_duplicate": np.nan if first_pair is None else float(first_pair),
+               "penalty": sc["penalty"], "optimal_loss_heldout": result.optimal_loss_heldout,
                "test_overlap": result.test_overlap},
     )

@@ -23,15 +23,18 @@ from workflow_lib.studies.potts_paper.artefacts import (
     SAMPLE_COMPLEXITY,
 )
 
-TRAIN_FINAL = ("train_loss", "test_loss", "test_loss_heldout", "test_overlap", "recon_error",
-               "pearson_r", "rel_improvement", "grad_norm", "steps_per_second", "wall_seconds")
-PLM_FINAL = ("train_loss", "test_loss", "test_loss_heldout", "test_overlap", "recon_error",
-             "pearson_r", "iterations", "grad_norm", "grad_tol", "wall_seconds")
+TRAIN_FINAL = ("train_loss", "test_loss", "test_loss_heldout", "optimal_loss_heldout",
+               "test_overlap", "recon_error", "pearson_r", "adam_train_loss", "adam_test_loss",
+               "adam_test_loss_heldout", "adam_recon_error", "adam_pearson_r", "rel_improvement",
+               "grad_norm", "steps_per_second", "wall_seconds")
+PLM_FINAL = ("train_loss", "test_loss", "test_loss_heldout", "optimal_loss_heldout",
+             "test_overlap", "recon_error", "pearson_r", "iterations", "grad_norm", "grad_tol",
+             "wall_seconds")
 MOSTLY_IN_SAMPLE = 0.5  # warn when more than this fraction of the test set is in the training set
 FLOOR_TOLERANCE = 0.01  # warn when a factored fit ends more than this above the data set's floor
 SAMPLE_COMPLEXITY_COLUMNS = ("M", "test_loss", "test_loss_heldout", "train_loss", "pearson_r",
-                             "converged", "train_accuracy", "separable", "near_duplicates",
-                             "l2_effective")  # fmt: skip
+                             "converged", "train_accuracy", "train_errors", "forced_errors",
+                             "separable", "l2_effective")  # fmt: skip
 
 
 def _realisation(attrs: dict) -> int:
@@ -43,10 +46,12 @@ def training_tables(paths: Iterable[str]) -> tuple[pd.DataFrame, pd.DataFrame, p
 
     history: arch, model, a, realisation, epoch, train_loss, test_loss, test_loss_heldout,
     recon_error, pearson_r, optimal_loss. final: one row per run with the final metrics
-    (``TRAIN_FINAL``), ``converged`` (the training stage's criterion), ``excess_loss`` =
-    test_loss / optimal_loss - 1 and ``test_overlap`` (fraction of the test sequences that occur
-    in the training set; ``test_loss_heldout`` averages only the others). restarts: one row per
-    run and restart (arch, model, a, realisation, optimal_loss, restart, train_loss,
+    (``TRAIN_FINAL``; ``adam_*``: the Adam solution before any polish), ``polished`` (an L-BFGS
+    polish followed Adam: ``training.polish_max_iter``), ``converged`` (the
+    training stage's criterion), ``excess_loss`` = test_loss / optimal_loss - 1 and
+    ``test_overlap`` (fraction of the test sequences that occur in the training set;
+    ``test_loss_heldout`` and ``optimal_loss_heldout`` average only the others). restarts: one
+    row per run and restart (arch, model, a, realisation, optimal_loss, restart, train_loss,
     test_loss).
     """
     history, final, restarts = [], [], []
@@ -59,7 +64,8 @@ def training_tables(paths: Iterable[str]) -> tuple[pd.DataFrame, pd.DataFrame, p
         h = {k.split("/", 1)[1]: v for k, v in art.data.items() if k.startswith("history/")}
         history.append(pd.DataFrame({**ident, **h}))
         final.append({**ident, **{k: float(art.attrs[k]) for k in TRAIN_FINAL},
-                      "converged": bool(art.attrs["converged"])})
+                      "converged": bool(art.attrs["converged"]),
+                      "polished": "polish_iterations" in art.attrs})
         losses = {k: art[f"restarts/{k}"] for k in ("train_loss", "test_loss")}
         restarts.append(pd.DataFrame({**ident, "restart": np.arange(len(losses["test_loss"])),
                                       **losses}))
@@ -81,7 +87,7 @@ def restarts_at_floor(restarts: pd.DataFrame) -> pd.DataFrame:
 
 
 def plm_table(paths: Iterable[str]) -> pd.DataFrame:
-    """One row per ``plm-fit/1`` artefact: kind, realisation, losses, reconstruction, cost
+    """One row per ``plm-fit/2`` artefact: kind, realisation, losses, reconstruction, cost
     (``PLM_FINAL``), ``converged`` (max |gradient| <= grad_tol) and the optimiser's stop reason."""
     rows = []
     for path in paths:
@@ -126,64 +132,49 @@ def replica_table(theory_path: str, simulations_path: str) -> pd.DataFrame:
 
 
 def sample_complexity_table(paths: Iterable[str]) -> pd.DataFrame:
-    """One row per realisation x M: realisation, M, alpha = M/L, test_loss, test_loss_heldout
-    (test sequences absent from the first M training sequences), train_loss, pearson_r,
-    converged (L-BFGS gradient criterion), optimal_loss, test_overlap (of the full training
-    set), train_accuracy (fraction of the training (sequence, site) pairs the fit predicts),
-    separable (train_accuracy == 1), near_duplicates (two of the first M training sequences one
-    spin apart), first_near_duplicate (the smallest such M, NaN if none), penalty and l2_effective
-    (``sample_complexity.penalty``)."""
+    """One row per realisation x M: realisation, M, alpha = M/L, L, C, test_loss,
+    test_loss_heldout (the test sequences absent from the whole training set, the same at every
+    M), train_loss, pearson_r, converged (L-BFGS gradient criterion), optimal_loss and
+    optimal_loss_heldout (on the same two sets), test_overlap (of the full training set),
+    train_accuracy and train_errors (the training (sequence, site) pairs the fit predicts, and
+    the number it does not), forced_errors (those the data's conflicts force wrong), separable
+    (train_errors == forced_errors), penalty and l2_effective (``sample_complexity.penalty``)."""
     frames = []
     for path in paths:
         art = read_artefact(path, SAMPLE_COMPLEXITY, required=SAMPLE_COMPLEXITY_COLUMNS)
+        L = float(art.attrs["L"])
         frames.append(pd.DataFrame({
-            "realisation": _realisation(art.attrs), "M": art["M"],
-            "alpha": art["M"] / float(art.attrs["L"]), "test_loss": art["test_loss"],
-            "test_loss_heldout": art["test_loss_heldout"], "train_loss": art["train_loss"],
-            "pearson_r": art["pearson_r"], "converged": art["converged"].astype(bool),
-            "optimal_loss": float(art.attrs["optimal_loss"]),
-            "test_overlap": float(art.attrs["test_overlap"]),
-            **{k: art[k] for k in ("train_accuracy", "separable", "near_duplicates",
-                                   "l2_effective")},
-            "first_near_duplicate": float(art.attrs["first_near_duplicate"]),
+            "realisation": _realisation(art.attrs), "M": art["M"], "alpha": art["M"] / L,
+            "L": L, "C": float(art.attrs["C"]),
+            **{k: art[k] for k in ("test_loss", "test_loss_heldout", "train_loss", "pearson_r")},
+            "converged": art["converged"].astype(bool),
+            **{k: float(art.attrs[k]) for k in ("optimal_loss", "optimal_loss_heldout",
+                                                "test_overlap")},
+            **{k: art[k] for k in ("train_accuracy", "train_errors", "forced_errors",
+                                   "separable", "l2_effective")},
             "penalty": str(art.attrs["penalty"]),
         }))
     return pd.concat(frames, ignore_index=True)
 
 
-def separability_threshold(curve: pd.DataFrame) -> pd.DataFrame:
-    """Per realisation of the ``sample_complexity`` table, where the fits stop separating the
-    training data, from training data alone (the pre-registered location of the peak of Fig. 3
-    right): ``location_M``, the largest M of the grid beyond the smallest whose converged fit
-    separates its training set (train_accuracy 1), among the M below ``first_near_duplicate``
-    (from there two training sequences one spin apart rule separability out: a conflict in the
-    data, not the model's capacity), provided the next grid point's fit no longer separates and
-    is still below that conflict; NaN otherwise (no edge on the grid, or one a conflict makes).
-    ``location_alpha`` = location_M / L;
-    ``before_M``, ``after_M`` and ``after2_M``: the grid points before it and the two after it
-    (NaN past an edge); ``M_min`` and ``M_max``: the grid's ends; ``threshold_M``: the smallest M
-    whose fit does not separate (NaN if none) and ``separable_beyond``: some larger M separable
-    again (the edge is then not clean)."""
+def capacity_edge(curve: pd.DataFrame) -> pd.DataFrame:
+    """Per realisation of the ``sample_complexity`` table, where its fits stop separating their
+    training data as far as the data allow (``separable``: training errors equal to the errors
+    the data's conflicts force), from training data alone: ``edge_M``, the last grid point of
+    the run of separable fits that starts at the smallest M, and ``threshold_M``, the grid point
+    after it (NaN when every fit separates); ``before_M`` and ``after_M``, the grid points before
+    ``edge_M`` and after ``threshold_M`` (NaN past an end); ``edge_alpha`` = edge_M / L;
+    ``M_min``, ``M_max``: the grid's ends. Every realisation has a row."""
     rows = []
     for r, g in curve.sort_values("M").groupby("realisation"):
         M = g["M"].to_numpy(float)
-        acc = g["train_accuracy"].to_numpy(float)
-        clean = M < np.nan_to_num(g["first_near_duplicate"].to_numpy(float), nan=np.inf)
-        ok = g["converged"].astype(bool).to_numpy() & (acc == 1) & clean & (M > M[0])
-        k = int(np.flatnonzero(ok)[-1]) if ok.any() else -1
-        if k >= 0 and not (k + 1 < len(M) and acc[k + 1] < 1 and clean[k + 1]):
-            k = -1  # no edge on the grid, or one a near-duplicate pair makes: not capacity
-        near = [float(M[i]) if k >= 0 and 0 <= i < len(M) else np.nan
-                for i in (k - 1, k, k + 1, k + 2)]
-        below = np.flatnonzero(acc < 1)
-        L = float(M[0] / g["alpha"].iloc[0])
-        rows.append({
-            "realisation": r, "L": L, "M_min": M[0], "M_max": M[-1], "location_M": near[1],
-            "location_alpha": near[1] / L, "before_M": near[0], "after_M": near[2],
-            "after2_M": near[3], "threshold_M": float(M[below[0]]) if below.size else np.nan,
-            "separable_beyond": bool(below.size and (acc[below[0]:] == 1).any()),
-            "first_near_duplicate": float(g["first_near_duplicate"].iloc[0]),
-        })
+        ok = g["separable"].astype(bool).to_numpy()
+        k = len(M) - 1 if ok.all() else int(np.argmin(ok)) - 1  # last separable before a miss
+        at = [float(x) for x in M] + [np.nan, np.nan]  # at[-1], at[len(M)]: past an end
+        L = float(g["L"].iloc[0])
+        rows.append({"realisation": r, "L": L, "M_min": M[0], "M_max": M[-1],
+                     "edge_M": at[k], "edge_alpha": at[k] / L, "threshold_M": at[k + 1],
+                     "before_M": at[k - 1] if k >= 1 else np.nan, "after_M": at[k + 2]})
     return pd.DataFrame(rows)
 
 
@@ -241,16 +232,18 @@ def attention_maps(paths: Iterable[str]) -> tuple[np.ndarray, dict[str, np.ndarr
 def data_table(paths: Iterable[str]) -> pd.DataFrame:
     """One row per realisation's data set: beta, mean_hamming (normalised, between the data
     set's sequences), target_hamming and tolerance (the protocol; NaN for a fixed beta),
-    n_train, L, C, distinct_train, distinct_fraction (distinct training sequences / n_train) and
-    test_in_train (fraction of the test sequences that occur in the training set)."""
+    n_train, n_test, L, C, distinct_train, distinct_fraction (distinct training sequences /
+    n_train) and test_in_train (fraction of the test sequences that occur in the training
+    set)."""
     rows = []
     for path in paths:
-        art = read_artefact(path, POTTS_SAMPLES, required=("train",))
+        art = read_artefact(path, POTTS_SAMPLES, required=("train", "test"))
         n = int(art["train"].shape[0])
         rows.append({"realisation": _realisation(art.attrs), "beta": float(art.attrs["beta"]),
                      "mean_hamming": float(art.attrs["mean_hamming"]),
                      "target_hamming": float(art.attrs.get("target_hamming", np.nan)),
                      "tolerance": float(art.attrs.get("tolerance", np.nan)), "n_train": n,
+                     "n_test": int(art["test"].shape[0]),
                      "L": int(art["train"].shape[1]),
                      "C": int(json.loads(art.attrs["config"])["potts"]["C"]),
                      "distinct_train": int(art.attrs["n_distinct_train"]),
@@ -284,6 +277,6 @@ def build_tables(samples: Iterable[str], train: Iterable[str], plm: Iterable[str
         "sample_complexity": sc,
         "sample_complexity_summary": summarise(
             sc, ["M", "alpha"], ["test_loss", "test_loss_heldout", "train_loss", "converged",
-                                 "train_accuracy", "separable", "near_duplicates"]),
-        "sample_complexity_threshold": separability_threshold(sc),
+                                 "train_accuracy", "separable"]),
+        "sample_complexity_threshold": capacity_edge(sc),
     }
