@@ -122,7 +122,8 @@ def _potts_tables(excess: list[float], n_real: int = 3) -> dict[str, pd.DataFram
                          "test_in_train": 0.0})
     plm = pd.DataFrame({"kind": "factored", "realisation": list(r),
                         "test_loss_heldout": [1 + e for e in excess], "recon_error": 0.03})
-    plm = pd.concat([plm, plm.assign(kind="factored_from_truth", recon_error=0.015)])
+    plm = pd.concat([plm, plm.assign(kind="factored_from_truth", recon_error=0.015,
+                                     exact_map_error=2e-15)])
     alphas = np.linspace(0.1, 30, 60)
     eps = np.where(alphas < 1, alphas, 0.5 + 1 / (alphas - 1 + 1e-9))
     replica = pd.concat([
@@ -152,7 +153,8 @@ POTTS_ROWS = ("fig2a.optimal", "polish.optimal", "fit.floor", "fig2b.copy",
               "fig2c.reconstruction", "polish.reconstruction", "fig2a.vanilla1_short",
               "fig2b.partial_vanilla1", "fig2b.partial_vanilla3", "fig2a.faster_vanilla1",
               "fig2a.faster_vanilla3", "fig2a.order_3_layers", "fig2a.order_1_layer",
-              "fig2d.a0_best", "fig2d.trend", "identity.mlm_plm", "polish.identity",
+              "fig2d.a0_best", "fig2d.trend", "eq5.exact_map", "identity.mlm_plm",
+              "polish.identity",
               "fig3_left.theory", "fig3_left.peak", "fig3_left.no_initial_decay",
               "fig3_left.falls", "fig3_left.tail", "fig3_right.rise", "fig3_right.fall",
               "fig3_right.location", "fig3_right.no_initial_decay", "fig3_right.threshold",

@@ -478,3 +478,23 @@ def test_plm_convergence_is_the_gradient_criterion(potts):
     assert lbfgs._solve._cache_size() == programs
     assert fit.metrics["converged"] and fit.metrics["grad_norm"] <= fit.metrics["grad_tol"]
     assert fit.metrics["objective"] < cut.metrics["objective"]
+
+
+def test_factored_attention_at_beta_J_and_U_is_the_potts_conditional():
+    """Eqs. 4-5: with A = beta J, V = U the log conditionals agree to rounding; off the map
+    they do not (the check the claims table's eq5.exact_map row reads)."""
+    from workflow_lib.mlm.plm import exact_map_error
+
+    rng = np.random.default_rng(0)
+    L, C, beta = 6, 4, 1.3
+    J = rng.normal(size=(L, L))
+    J = (J + J.T) / 2
+    np.fill_diagonal(J, 0)
+    U = rng.normal(size=(C, C))
+    U = (U + U.T) / 2  # the model's U is symmetric (potts.model.draw_couplings)
+    seqs = jnp.asarray(rng.integers(0, C, (20, L)))
+    spec = models.ArchSpec("factored", L, C)
+    exact = {"A": beta * jnp.asarray(J), "V": jnp.asarray(U)}
+    assert exact_map_error(spec, exact, seqs, jnp.asarray(J), jnp.asarray(U), beta) < 1e-12
+    off = {"A": 1.2 * jnp.asarray(J), "V": jnp.asarray(U)}
+    assert exact_map_error(spec, off, seqs, jnp.asarray(J), jnp.asarray(U), beta) > 0.1

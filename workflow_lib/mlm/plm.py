@@ -61,7 +61,7 @@ from workflow_lib.mlm.models import (
     init,
     predict_all_sites,
 )
-from workflow_lib.potts.model import optimal_loss
+from workflow_lib.potts.model import conditional_log_probs, optimal_loss
 from workflow_lib.sequences import in_training_set
 
 Array = jax.Array
@@ -117,6 +117,16 @@ def _logits(kind: str, spec: ArchSpec, params: Params, seqs: Array) -> Array:
     """Logits ``(M, L, C)`` of every site's conditional given the rest of ``seqs: (M, L)``."""
     return (predict_all_sites(spec, params, seqs)[0] if kind == "factored"
             else coupling_logits(params["J"], seqs))  # fmt: skip
+
+
+def exact_map_error(spec: ArchSpec, params: Params, seqs: Array, J: Array, U: Array,
+                    beta: float) -> float:
+    """The largest absolute difference, over every site of ``seqs: (M, L)`` and colour, between
+    the log conditionals of factored attention at ``params`` and the Potts model's at ``beta``
+    (``J: (L, L)``, ``U: (C, C)``): zero up to rounding at ``A = beta J``, ``V = U`` (Rende et
+    al. 2024, eqs. 4-5)."""
+    model = jax.nn.log_softmax(_logits("factored", spec, params, seqs), axis=-1)
+    return float(jnp.max(jnp.abs(model - conditional_log_probs(seqs, J, U, beta))))
 
 
 def _data_loss(kind: str, spec: ArchSpec, params: Params, seqs: Array,
@@ -295,6 +305,8 @@ def fit_plm(
         att, _, fraction = rank1_factors(params["J"])
         extra = {"rank1_fraction": float(fraction)}
     error, r, c = reconstruction(att, J64, gauge=True)  # zero diagonal; sign is a gauge
+    if kind == "factored_from_truth":  # eqs. 4-5: the start is the Potts conditional itself
+        extra["exact_map_error"] = exact_map_error(spec, starts[0], test, J64, U64, beta)
     metrics = {
         "train_loss": float(train_loss),
         "train_accuracy": float(right.mean()),

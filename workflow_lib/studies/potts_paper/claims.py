@@ -76,6 +76,10 @@ CAPACITY_WINDOW = c.Criterion(
     "factored attention's P = L (L - 1) + C^2 and M L masked sites, alpha_c = 2 alpha_P with "
     "alpha_P = P / L^2; the window alpha_P to 4 alpha_P is a factor 2 either side of it (C "
     "colours and correlated sites move the edge), fixed before the data")
+EXACT_MAP = c.Criterion(
+    "EXACT_MAP", 1e-9, "a map that is only close to the Potts conditional passing as exact",
+    "float64 rounding of sums of L terms of order one is about 1e-13; a wrong map is off by "
+    "order one")
 DATA_GATES = ("data.hamming",)  # every claim on the sampled data: data at their protocol
 LOSS_GATES = (*DATA_GATES, "data.held_out")  # claims on test losses: held out too
 
@@ -270,13 +274,23 @@ def interpolation_claims(final: pd.DataFrame) -> list[dict]:
 
 
 def identity_claims(final: pd.DataFrame, plm: pd.DataFrame) -> list[dict]:
-    """MLM with factored attention is pseudo-likelihood inference: MLM training reaches the
+    """MLM with factored attention is pseudo-likelihood inference: factored attention at A =
+    beta J, V = U is the Potts conditional (eqs. 4-5, to rounding); MLM training reaches the
     pseudo-likelihood fit's held-out loss (claim); the polished MLM fit too (check)."""
+    rows = []
+    truth = plm.loc[plm["kind"] == "factored_from_truth", "exact_map_error"].dropna()
+    if len(truth):
+        worst = float(truth.max())
+        rows.append(_row("eq5.exact_map", "Eqs. 4-5", "Factored attention with A = beta J and "
+                         "V = U is the Potts model's conditional distribution", "",
+                         c.exact(worst, worst < EXACT_MAP.value, len(truth)),
+                         "largest |log conditional of factored attention - log Potts "
+                         f"conditional| over the test sites of every realisation < "
+                         f"{EXACT_MAP.value:g}"))
     fit = plm[plm["kind"] == "factored"].set_index("realisation")["test_loss_heldout"]
     fac = final[final["arch"] == "factored"].set_index("realisation")
     if not len(fac) or not len(fit):
-        return []
-    rows = []
+        return rows
     for id, column, kind, what in (("identity.mlm_plm", "adam_test_loss_heldout", c.CLAIM,
                                     "MLM (Adam)"),
                                    ("polish.identity", "test_loss_heldout", c.CHECK,

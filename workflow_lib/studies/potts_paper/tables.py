@@ -88,7 +88,9 @@ def restarts_at_floor(restarts: pd.DataFrame) -> pd.DataFrame:
 
 def plm_table(paths: Iterable[str]) -> pd.DataFrame:
     """One row per ``plm-fit/2`` artefact: kind, realisation, losses, reconstruction, cost
-    (``PLM_FINAL``), ``converged`` (max |gradient| <= grad_tol) and the optimiser's stop reason."""
+    (``PLM_FINAL``), ``converged`` (max |gradient| <= grad_tol), the optimiser's stop reason and
+    ``exact_map_error`` (the truth-started fit: its start against the Potts conditional, eqs.
+    4-5; NaN for the other kinds)."""
     rows = []
     for path in paths:
         art = read_artefact(path, PLM_FIT)
@@ -96,7 +98,8 @@ def plm_table(paths: Iterable[str]) -> pd.DataFrame:
                      "optimal_loss": float(art.attrs["optimal_loss"]),
                      **{k: float(art.attrs[k]) for k in PLM_FINAL},
                      "converged": bool(art.attrs["converged"]),
-                     "stop_reason": str(art.attrs["stop_reason"])})
+                     "stop_reason": str(art.attrs["stop_reason"]),
+                     "exact_map_error": float(art.attrs.get("exact_map_error", np.nan))})
     df = pd.DataFrame(rows)
     df["excess_loss"] = df["test_loss"] / df["optimal_loss"] - 1
     return df
