@@ -89,7 +89,7 @@ def test_figure_panels_render():
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     assert any(label.startswith("capacity window: peak ") for label in labels)
     assert "capacity edge (median of 2)" in labels
-    assert fig.axes[0].get_ylabel() == "test loss (nats per masked site)"
+    assert fig.axes[0].get_ylabel() == "held-out test loss (nats per masked site)"
 
 
 def test_excess_over_the_data_sets_floor():

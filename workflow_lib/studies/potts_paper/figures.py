@@ -185,7 +185,7 @@ def fig3_right_sample_complexity(curve: pd.DataFrame, edge: pd.DataFrame) -> plt
                    label=f"capacity edge (median of {len(located)})")
     ax.set_xscale("log")
     ax.set_xlabel(r"$\alpha = M / L$")
-    ax.set_ylabel("test loss (nats per masked site)")
+    ax.set_ylabel("held-out test loss (nats per masked site)")
     ax.set_title("(right) Potts data, cross-entropy loss")
     ax.legend(fontsize=7, frameon=False)
     return fig
