@@ -23,7 +23,7 @@ At level ``ALPHA`` (one-sided):
 - ``every``: a protocol check, each unit passes or fails; it holds when every unit passes.
 - ``all_of``: an intersection-union test ("a rise and a fall", "better than every a"): it holds
   when every part holds, without a correction; its p is the largest of theirs.
-- ``consistent``: a χ² goodness of fit; ``exact``: a deterministic value (a theory curve).
+- ``exact``: a deterministic value (a theory curve, a count) and whether it meets its criterion.
 
 Every threshold is a ``Criterion`` with its reason (what it protects against, where its value
 comes from); ``criteria`` lists a claims module's, and the docs' criteria table is generated from
@@ -244,17 +244,6 @@ def all_of(*tests: Test) -> Test:
     return Test(f"intersection-union of {len(tests)} x {binding.name}", binding.value,
                 binding.error, min(t.n for t in tests), binding.statistic, binding.p,
                 max(exact_ps) if exact_ps else math.nan, verdict)
-
-
-def consistent(chi2: float, dof: int, p_min: float = ALPHA) -> Test:
-    """"The points scatter around the curve as their error bars say": the χ² of ``dof``
-    independent standardised residuals has a p-value of at least ``p_min``. Value: χ²/dof."""
-    if dof < 1 or not np.isfinite(chi2):
-        return Test("chi2 goodness of fit", math.nan, math.nan, dof, chi2, math.nan, math.nan,
-                    NOT_RESOLVED)
-    p = float(stats.chi2.sf(chi2, dof))
-    return Test("chi2 goodness of fit", chi2 / dof, 0.0, dof, chi2, p, math.nan,
-                HOLDS if p >= p_min else FAILS)
 
 
 def exact(value: float, ok: bool, n: int = 1) -> Test:
