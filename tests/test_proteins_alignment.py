@@ -1,5 +1,5 @@
 """Protein alignments: reading FASTA/A3M and its one-line errors, gap filtering, distances,
-held-out splits, sequence weights, and the shipped PF00014 and PF13354 data."""
+held-out splits, sequence weights, and the shipped families' data (data/proteins/)."""
 
 from __future__ import annotations
 
@@ -168,18 +168,29 @@ def test_a_bad_distance_line_gives_one_line(tmp_path, text, fragment):
     assert "\n" not in str(error.value)
 
 
-@pytest.mark.parametrize(("family", "M", "L", "struct"), [
-    ("PF00014", 2000, 53, "PF00014_struct.dat"), ("PF00595", 3000, 82, "PF00595_struct.dat"),
-    ("PF00677", 3000, 87, "Atomic_distances_PF00677.dat"),
-    ("PF00684", 3000, 66, "Atomic_distances_PF00684.dat"),
-    ("PF13354", 7515, 202, "PF13354_struct.dat.gz")])
-def test_the_shipped_families_read(family, M, L, struct):
+@pytest.mark.parametrize(("family", "M", "L", "struct", "columns"), [
+    ("PF00014", 2000, 53, "PF00014_struct.dat", 4), ("PF00595", 3000, 82, "PF00595_struct.dat", 4),
+    ("PF00677", 3000, 87, "Atomic_distances_PF00677.dat", 3),
+    ("PF00684", 3000, 66, "Atomic_distances_PF00684.dat", 3),
+    ("PF00035", 3000, 67, "Atomic_distances_PF00035.dat", 3),
+    ("PF00763", 3000, 116, "Atomic_distances_PF00763.dat", 3),
+    ("PF02953", 3000, 64, "PF02953_struct_struct.dat", 3),
+    ("PF13354", 7515, 202, "PF13354_struct.dat.gz", 4)])
+def test_the_shipped_families_read(family, M, L, struct, columns):
+    """Each shipped alignment has its README's size in the 21-letter alphabet; its distance file
+    has the README's number of columns on every line, a distance for nearly every pair, and
+    adjacent columns at the peptide bond's 1.3 Å (a minimum inter-atomic distance, the presets'
+    ``distance_kind``)."""
     alignment = read_alignment(DATA / family / f"{family}.fasta.gz")
     assert alignment.seqs.shape == (M, L) and len(alignment.names) == M
     assert 0 <= alignment.seqs.min() and alignment.seqs.max() <= GAP
+    text = (DATA / family / struct).read_bytes()
+    lines = (gzip.decompress(text) if struct.endswith(".gz") else text).decode().splitlines()
+    assert {len(line.split()) for line in lines} == {columns}
     distances = read_distances(DATA / family / struct, L)
     off_diagonal = distances[~np.eye(L, dtype=bool)]
     assert np.isfinite(off_diagonal).mean() > 0.9
+    assert 1.2 < np.nanmedian(np.diag(distances, 1)) < 1.4
 
 
 def test_split_held_out_is_deterministic_and_disjoint():

@@ -186,12 +186,13 @@ def read_distances(path: str | Path, L: int) -> np.ndarray:
     """``(L, L)`` float64 distances (Å) between alignment columns, read from ``path``.
 
     Plain or gzipped; each non-blank line is ``i j x d`` (ArDCAData ``*_struct.dat``: the
-    distance in column 4,
-    column 3 ignored) or ``i j d``, with 1-based column indices ``i, j`` (written as integers or
-    integer-valued floats). The matrix is symmetric, NaN for pairs the file does not give and on
-    the diagonal; a pair given more than once keeps its smallest distance. Raises
-    ``AlignmentError`` naming the file and line for a missing or empty file, a line that is not
-    3 or 4 numbers or has a negative or non-finite distance, or an index outside 1..L.
+    distance in column 4, column 3 ignored) or ``i j d`` (DataAttentionDCA
+    ``Atomic_distances_*.dat`` and ``*_struct_struct.dat``), with 1-based column indices ``i, j``
+    (written as integers or integer-valued floats). The matrix is symmetric, NaN for pairs the
+    file does not give and on the diagonal; a pair given more than once keeps its smallest
+    distance. Raises ``AlignmentError`` naming the file and line for a missing or empty file, a
+    line that is not 3 or 4 numbers or has a negative or non-finite distance, or an index outside
+    1..L.
     """
     path = Path(path)
     text = open_text(path, "distance")
