@@ -29,6 +29,15 @@ def test_presets_are_valid(path):
     assert check_families(cfg["proteins"]["families"], ROOT) == []  # every file opens and parses
 
 
+def test_the_families_preset_pairs_six_families_or_more():
+    """config/proteins_families.yaml: every claim has six families or more as its units, each a
+    shipped alignment (data/proteins/) with its distances."""
+    families = read_config_file(ROOT / "config/proteins_families.yaml")["proteins"]["families"]
+    assert len({family["name"] for family in families}) == len(families) >= 6
+    for family in families:
+        assert family["alignment"].startswith("data/proteins/") and "distances" in family
+
+
 def _leaf_keys(schema: dict, prefix: str = "") -> set[str]:
     """The dotted keys of a schema section down to its leaves (objects with properties opened)."""
     keys = set()
