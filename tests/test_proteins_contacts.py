@@ -210,6 +210,17 @@ def test_figures_draw(tmp_path):
     figures.precision_vs_rank(empty).savefig(tmp_path / "none.png", dpi=80)
 
 
+def test_precision_panels_wrap_four_families_to_a_row():
+    curves = pd.DataFrame([
+        dict(family=f"PF{f:05d}", model="plmdca", realisation=0, rank=rank, precision=0.5, L=10,
+             **{"P@k_random": 0.3}) for f in range(7) for rank in range(1, 21)])
+    fig = figures.precision_vs_rank(curves)
+    shown = [ax for ax in fig.axes if ax.get_visible()]
+    assert len(fig.axes) == 8 and len(shown) == 7  # two rows of four, the last place empty
+    assert [ax.get_title().split(" ")[0] for ax in shown] == list(dict.fromkeys(curves["family"]))
+    assert [bool(ax.get_ylabel()) for ax in shown] == ([True, False, False, False] * 2)[:7]
+
+
 def test_separation_counts_alignment_columns_when_columns_were_dropped():
     """After a gap filter keeps columns 1, 2, 3, 10, 11, rows 2 and 3 (columns 3 and 10) are 7
     columns apart: a pair at separation 6, although adjacent in the filtered matrix."""
@@ -259,3 +270,6 @@ def test_family_models_average_the_splits_first():
     np.testing.assert_allclose(out["heldout_loss"], [2.0, 2.0, 5.0, 6.0])
     np.testing.assert_allclose(out["P@L"], [0.6, 0.2, 0.9, 1.0])
     np.testing.assert_allclose(out["P@k_random"], [0.4, 0.4, 0.3, 0.3])
+    # each precision beside the family's random-ranking precision on the results page
+    assert list(out.columns) == ["family", "model", "splits", "L", "P@L", "P@k_random",
+                                 "heldout_loss", "contacts"]

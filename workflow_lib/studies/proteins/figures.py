@@ -19,6 +19,7 @@ TRUE_POSITIVE_COLOUR = "C0"
 FALSE_POSITIVE_COLOUR = "C3"
 UNKNOWN_COLOUR = "C7"
 PANEL_SIZE = 2.8  # inches per contact-map panel
+PANELS_PER_ROW = 4  # precision-against-rank panels (one per family) per row
 
 
 def _models(df: pd.DataFrame) -> list[str]:
@@ -29,10 +30,10 @@ def _models(df: pd.DataFrame) -> list[str]:
 
 
 def precision_vs_rank(curves: pd.DataFrame) -> Figure:
-    """Contact precision of the top-ranked pairs vs rank / L, one panel per family, one line per
-    model: the mean over realisations, with a shaded band of ± one s.e.m. where there are several;
-    a dashed line at the expected precision of a random ranking, and the contact definition in
-    each panel's title.
+    """Contact precision of the top-ranked pairs vs rank / L, one panel per family
+    (``PANELS_PER_ROW`` to a row), one line per model: the mean over realisations, with a shaded
+    band of ± one s.e.m. where there are several; a dashed line at the expected precision of a
+    random ranking, and the contact definition in each panel's title.
 
     ``curves`` has columns family, model, realisation, rank, precision and L (and, when given,
     P@k_random and contacts).
@@ -45,8 +46,13 @@ def precision_vs_rank(curves: pd.DataFrame) -> Figure:
         return fig
     models = _models(curves)
     colours = {m: f"C{k % 10}" for k, m in enumerate(models)}
-    fig = Figure(figsize=(3.6 * len(families), 3.2), layout="constrained")
-    axes = np.atleast_1d(fig.subplots(1, len(families), sharey=True, squeeze=False)[0])
+    n_cols = min(len(families), PANELS_PER_ROW)
+    n_rows = -(-len(families) // n_cols)
+    fig = Figure(figsize=(3.6 * n_cols, 3.2 * n_rows), layout="constrained")
+    grid = fig.subplots(n_rows, n_cols, sharey=True, squeeze=False)
+    for ax in grid.flat[len(families):]:  # the last row's empty places
+        ax.set_visible(False)
+    axes = grid.flat[:len(families)]
     for ax, family in zip(axes, families, strict=True):
         fam = curves[curves["family"] == family]
         L = int(fam["L"].iloc[0])
@@ -74,7 +80,8 @@ def precision_vs_rank(curves: pd.DataFrame) -> Figure:
         definition = f"\n{fam['contacts'].iloc[0]}" if "contacts" in fam else ""
         ax.set_title(f"{family} (L = {L}){definition}", fontsize=8)
         ax.grid(alpha=0.3, lw=0.5)
-    axes[0].set_ylabel("precision of the top-ranked pairs")
+    for ax in grid[:, 0]:
+        ax.set_ylabel("precision of the top-ranked pairs")
     axes[0].legend(fontsize=7, frameon=False)
     return fig
 

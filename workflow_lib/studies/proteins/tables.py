@@ -100,7 +100,9 @@ def _score_kinds(fit: Artefact) -> list[tuple[str, np.ndarray]]:
 def family_models(models: pd.DataFrame) -> pd.DataFrame:
     """One row per (family, model): the held-out loss and the precisions averaged over the
     family's splits (``splits`` of them), the unit of the protein claims; the yardsticks
-    (``P@k_random``, ``contacts``) carried over."""
+    (``P@k_random``, ``contacts``) carried over. The columns read family, model, splits, L, the
+    precisions with the family's random-ranking precision ``P@k_random`` right after them, then
+    the losses, the seconds and the contact definition."""
     if models.empty:
         return models
     numbers = [c for c in ("heldout_loss", "train_loss", "P@L/5", "P@L/2", "P@L", "seconds")
@@ -109,7 +111,9 @@ def family_models(models: pd.DataFrame) -> pd.DataFrame:
     grouped = models.groupby(["family", "model"], sort=True)
     out = grouped[numbers].mean().join(grouped[carried].first())
     out.insert(0, "splits", grouped["realisation"].nunique())
-    return out.reset_index()
+    order = ("splits", "L", "P@L/5", "P@L/2", "P@L", "P@k_random", "heldout_loss", "train_loss",
+             "seconds", "contacts")
+    return out[[c for c in order if c in out]].reset_index()
 
 
 def random_precision(distances: np.ndarray, columns: np.ndarray, cfg: dict) -> float:
