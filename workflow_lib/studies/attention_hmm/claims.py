@@ -203,11 +203,13 @@ def path_claims(ops: pd.DataFrame) -> list[dict]:
     return rows
 
 
-def label_share(pcs: pd.DataFrame) -> pd.Series:
-    """Per (regime, realisation), ``sum_k (v_k . Y)^2 / P`` over the table's top PCs: the share
-    of the label vector in the span of the kernel's leading principal components (orthonormal
-    PCs: the squared cosine between ``Y`` and that span)."""
-    return (pcs["overlap"] ** 2).groupby([pcs["regime"], pcs["realisation"]]).sum()
+def label_share(pcs: pd.DataFrame, by: tuple[str, ...] = ("regime", "realisation")
+                ) -> pd.Series:
+    """Per group of ``by``, ``sum_k (v_k . Y)^2 / P`` over the PC-overlap rows ``pcs`` (the
+    kernel's top PCs): the share of the label vector in the span of those principal components
+    (orthonormal PCs: the squared cosine between ``Y`` and that span). A fixed location: every
+    PC the table holds, not the one that aligns best."""
+    return (pcs["overlap"] ** 2).groupby([pcs[k] for k in by]).sum()
 
 
 def pc_claims(pcs: pd.DataFrame) -> list[dict]:
