@@ -21,22 +21,23 @@ from workflow_lib import claims as c
 
 STUDY = "proteins"
 SOURCE = "Bhattacharya et al. 2020"
-SPREAD = ("the split-to-split s.d. of one model on one family, docs/results/families: "
+SPREAD = ("the split-to-split s.d. of one model on one family, averaged over the families of "
+          "docs/results/families ("
           "python -c \"import pandas as p; m = p.read_csv('docs/results/families/tables/proteins/"
-          "models.csv'); print(m.groupby(['model', 'family'])[['P@L', 'heldout_loss']].std())\"")
+          "models.csv'); print(m.groupby(['model', 'family'])[['P@L', 'heldout_loss']].std())\")")
 PRECISION_TOLERANCE = c.Criterion(
     "PRECISION_TOLERANCE", 0.05,
     "calling factored attention's contacts as good as another model's when they are worse by "
     "more than the split-to-split noise of P@L",
     "3 to 4 of the L top-ranked pairs on these families (1/L = 0.011 to 0.019 at L = 53 to 87); "
-    "one to four times " + SPREAD + ": 0.013 to 0.044 for factored attention and plmDCA; the "
+    "2.5 to 4 times " + SPREAD + ": 0.020 for factored attention, 0.013 for plmDCA; the "
     "project's margin")
 LOSS_TOLERANCE = c.Criterion(
     "LOSS_TOLERANCE", 0.02,
     "calling factored attention's held-out loss as low as another model's when it is higher by "
     "more than the split-to-split noise",
-    "a 2 % higher perplexity per masked site (exp(0.02) = 1.02); one to two times " + SPREAD +
-    ": 0.011 to 0.015 nats per site for factored attention and plmDCA; the project's margin")
+    "a 2 % higher perplexity per masked site (exp(0.02) = 1.02); 1.3 to 1.5 times " + SPREAD +
+    ": 0.013 nats per site for factored attention, 0.015 for plmDCA; the project's margin")
 REFERENCE_TOLERANCE = c.Criterion(
     "REFERENCE_TOLERANCE", 0.1,
     "taking a plmDCA fit that lost the contacts for a working baseline, and failing a working "
