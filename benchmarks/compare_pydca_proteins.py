@@ -201,11 +201,12 @@ def main() -> None:
     if ref is None:
         print(f"no reference plmDCA P@L for {args.family} (sha256 {sha256[:12]})")
     else:
+        tolerance = REFERENCE_TOLERANCE.value
         for name in scores:
             value = precision[name][ks["L"]]
-            inside = abs(value - ref) <= REFERENCE_TOLERANCE
+            inside = abs(value - ref) <= tolerance
             print(f"reference plmDCA P@L {ref:.2f} (AttentionDCA's result files), sanity range "
-                  f"{ref - REFERENCE_TOLERANCE:.2f} to {min(ref + REFERENCE_TOLERANCE, 1):.2f}: "
+                  f"{ref - tolerance:.2f} to {min(ref + tolerance, 1):.2f}: "
                   f"{name} {value:.3f} {'inside' if inside else 'OUTSIDE'}")
 
     names = ("P_L5", "P_L2", "P_L")

@@ -3,7 +3,9 @@
 ``claims.ALPHA``) and with an effect of stated size (its power), at n = 3, 8 and 30 units.
 
 Each kind draws ``reps`` tables of ``n`` units from a fixed seed, so the table is the same on
-every run; ``python -m workflow_lib docs`` writes it into ``docs/pipeline.md``.
+every run; ``python -m workflow_lib docs`` writes it into ``docs/pipeline.md``. The kinds after
+the generic ones are the attention-paths rows' forms at the effects the committed quick snapshot
+shows (``docs/results/quick/*-claims.csv``), in units of the row's margin.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from workflow_lib import claims as c
+from workflow_lib.studies.omniglot.claims import paired_equivalent
 
 SIZES = (3, 8, 30)
 REPS = 2000
@@ -35,8 +38,9 @@ class Kind:
     draw: Draw
 
 
-def _greater(rng: np.random.Generator, n: int, effect: bool) -> c.Test:
-    return c.greater(rng.normal(1.0 if effect else 0.0, 1.0, n))
+def _greater(d: float, rng: np.random.Generator, n: int, effect: bool) -> c.Test:
+    """Normal units of s.d. 1 around ``d`` (effect) or 0."""
+    return c.greater(rng.normal(d if effect else 0.0, 1.0, n))
 
 
 def _heavy(rng: np.random.Generator, n: int, effect: bool) -> c.Test:
@@ -80,26 +84,64 @@ def _theory(rng: np.random.Generator, n: int, effect: bool) -> c.Test:
 
 
 def _peak(rng: np.random.Generator, n: int, effect: bool) -> c.Test:
-    """Fig. 3 right's location: a rise, a fall and a rise beyond alpha = 1 (three log ratios of
-    s.d. 1), the last absent without the effect."""
-    parts = [rng.normal(3.0, 1.0, n), rng.normal(3.0, 1.0, n),
-             rng.normal(1.0 if effect else 0.0, 1.0, n)]
+    """Fig. 3 right's location: a rise, a fall and a rise beyond alpha = 1, log ratios with the
+    quick identity snapshot's means and spreads (1.95, 3.45, 1.45; s.d. 0.25, 0.41, 0.21), the
+    last absent (mean 0) without the effect."""
+    parts = [rng.normal(1.95, 0.25, n), rng.normal(3.45, 0.41, n),
+             rng.normal(1.45 if effect else 0.0, 0.21, n)]
     return c.all_of(*(c.greater(x) for x in parts))
 
 
-KINDS = (
-    Kind("one-sided t, normal units", "mean / s.d. = 1", _greater),
+def _non_inferior(rng: np.random.Generator, n: int, effect: bool) -> c.Test:
+    """Non-inferiority within a margin of 1 (``attention_hmm`` ``theory_reaches_good_denoising``:
+    0.008, s.d. 0.008 per realisation, margin 0.02): units of s.d. 0.4 around 0.4 (effect) or
+    -1, the margin (null)."""
+    return c.greater(rng.normal(0.4 if effect else -1.0, 0.4, n), -1.0)
+
+
+def _tost_large_width(rng: np.random.Generator, n: int, effect: bool) -> c.Test:
+    """TOST within +-1 (``attention_hmm`` ``large_width_is_gp``: 0.008, s.d. 0.007 per
+    realisation, margin 0.02): units of s.d. 0.33 around 0.42 (effect) or 1, the margin
+    (null)."""
+    return c.equivalent(rng.normal(0.42 if effect else 1.0, 0.33, n), 1.0)
+
+
+def _tost_episodes(rng: np.random.Generator, n: int, effect: bool) -> c.Test:
+    """``omniglot.claims.paired_equivalent`` within +-0.02 on ``500 n`` episodes (``omniglot``
+    ``samples_on_theory``: samples alone right on 1.6 % of the episodes, theory alone on 2.0 %):
+    the same discordance, 1.6 % vs 2.0 % (effect) or 2.8 % vs 0.8 % (null: a difference of 0.02,
+    the margin)."""
+    only_a, only_b = (0.016, 0.020) if effect else (0.028, 0.008)
+    outcome = rng.choice(3, 500 * n, p=[1 - only_a - only_b, only_a, only_b])
+    return paired_equivalent(outcome == 1, outcome == 2, 0.02)
+
+
+GENERIC = (
+    Kind("one-sided t, normal units", "mean / s.d. = 1", functools.partial(_greater, 1.0)),
     Kind("one-sided t, heavy-tailed units (t, 2 dof)", "shift = 1", _heavy),
     Kind("TOST within +-1", "mean 0, s.d. 0.5 (null: mean at the bound)", _equivalent),
     Kind("Fisher z above r = 0.95", "z shifted by 1 s.d.", _fisher),
     Kind("McNemar exact (10 n episodes)", "discordant 0.3 vs 0.1 (null 0.2 vs 0.2)", _mcnemar),
     Kind("intersection-union (rise and fall)", "fall / s.d. = 1 (null: no fall)", _iut),
-    Kind("one-sided t on log ratios (Fig. 3 right's edge)", "mean 0.53, s.d. 0.22", _log_ratio),
-    Kind("TOST within +-0.05 (Fig. 3 left's theory)", "mean 0, s.d. 0.016 (null: at the margin)",
-         _theory),
-    Kind("intersection-union of 3 (Fig. 3 right's location)", "third part / s.d. = 1 (null: "
-         "absent)", _peak),
 )
+SNAPSHOT = (  # the rows' forms at the effects of the committed quick snapshot
+    Kind("one-sided t, normal units, d = 1.65", "mean / s.d. = 1.65 (quick attention_hmm "
+         "four_paths.theory_above_good_path: 0.031, s.d. 0.019)", functools.partial(_greater,
+                                                                                     1.65)),
+    Kind("non-inferiority t within -margin", "mean 0.4, s.d. 0.4 margins (null: mean at -margin; "
+         "quick attention_hmm theory_reaches_good_denoising)", _non_inferior),
+    Kind("TOST within +-margin, s.d. 0.33", "mean 0.42 margins (null: mean at the margin; quick "
+         "attention_hmm large_width_is_gp)", _tost_large_width),
+    Kind("paired TOST on episodes (500 n), +-0.02", "discordant 1.6 % vs 2.0 % (null 2.8 % vs "
+         "0.8 %; quick omniglot samples_on_theory)", _tost_episodes),
+    Kind("one-sided t on log ratios", "mean 0.53, s.d. 0.22 (quick identity potts_paper "
+         "fig3_right.threshold)", _log_ratio),
+    Kind("TOST within +-0.05, s.d. 0.016", "mean 0 (null: at the margin; quick potts_paper "
+         "fig3_left.theory)", _theory),
+    Kind("intersection-union of 3 log ratios", "third part 1.45, s.d. 0.21 (null: absent; quick "
+         "identity potts_paper fig3_right.location)", _peak),
+)
+KINDS = GENERIC + SNAPSHOT
 
 
 def holds_rate(kind: Kind, n: int, effect: bool, reps: int = REPS, seed: int = SEED) -> float:
