@@ -4,6 +4,7 @@
     snakemake --cores 8 --configfile config/paper.yaml # the papers' protocol
     snakemake --profile slurm                          # on a SLURM cluster (slurm/config.yaml)
     snakemake --report report.html                     # every figure with its caption
+    snakemake --cores 2 --config shard=0-4             # realisations 0 to 4 alone: a shard
 
 The rules live in rules/, one file per study, and read each study's registry
 (workflow_lib/studies/<study>/registry.py); rules/common.smk validates the config and holds the
@@ -21,6 +22,14 @@ include: "rules/omniglot.smk"
 include: "rules/proteins.smk"
 
 
+# A shard (config key shard) builds the tables of the studies it runs and the manifest, not the
+# claims, figures or report: those need every realisation (workflow_lib.shards)
+SHARD = CFG["shard"] is not None
+if SHARD:
+    TARGETS = {name: study_tables(name) if targets and realisations(CFG, STUDY[name]) else []
+               for name, targets in TARGETS.items()}
+RUN_STUDIES = [name for name, targets in TARGETS.items() if targets]
+MANIFEST = f"{RESULTS}/manifest.json"
 REPORT_PAGE = f"{RESULTS}/report.rst"
 
 
@@ -49,8 +58,31 @@ rule report_page:
         STAGE
 
 
+rule manifest:
+    """What the run is: its shard, config, realisations and code (workflow_lib.shard_snapshots)."""
+    input:
+        [study_tables(name) for name in RUN_STUDIES],
+    output:
+        manifest=MANIFEST,
+    log:
+        f"{LOGS}/manifest.log",
+    benchmark:
+        f"{BENCHMARKS}/manifest.tsv"
+    localrule: True
+    params:
+        **stage_params("manifest", studies=RUN_STUDIES),
+    threads: threads("manifest")
+    resources:
+        **resources("manifest"),
+    conda:
+        ENV
+    shell:
+        STAGE
+
+
 rule all:
     default_target: True
     input:
         TARGETS.values(),
-        REPORT_PAGE,
+        MANIFEST,
+        [] if SHARD else REPORT_PAGE,

@@ -5,7 +5,7 @@
 HMM = STUDY["attention_hmm"]
 PATHS = CFG["paths"]
 PATHS_EXPERIMENTS = PATHS["experiments"]
-PATHS_REALISATIONS = list(range(PATHS["realisations"]))
+PATHS_REALISATIONS = realisations(CFG, HMM)  # every one, or those of the run's shard
 TARGETS["attention_hmm"] = [*figures("attention_hmm"), f"{RESULTS}/{HMM.claims}"]
 
 

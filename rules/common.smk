@@ -17,6 +17,7 @@ import sys
 from workflow_lib.code_digest import stage_digest
 from workflow_lib.config import ConfigError, digest, load_config
 from workflow_lib.registry import rules as registered_rules, stage_code, studies
+from workflow_lib.shards import realisations
 
 try:
     CFG = load_config(config)
@@ -27,10 +28,11 @@ except ConfigError as exc:
 RESULTS = CFG["results"]
 LOGS = f"{RESULTS}/logs"
 BENCHMARKS = f"{RESULTS}/benchmarks"
-REALISATIONS = list(range(CFG["realisations"]))
 THREADS = CFG["compute"]["threads"]
 REGISTRY = registered_rules()
 STUDY = {each.name: each for each in studies()}
+# The Potts paper's realisations in this run: every one, or those of its shard (config key shard)
+REALISATIONS = realisations(CFG, STUDY["potts_paper"])
 CAPTION = os.path.join(workflow.basedir, "report", "caption.rst")  # renders params.caption
 TARGETS = {}  # study -> what it adds to the default target (its rules file sets it)
 # The software of every rule: this checkout's package and its dependencies (`--sdm conda`)
@@ -144,6 +146,11 @@ def panel_inputs(study, tables, **extra):
         return {t: f"{tables}/{t}.csv" for t in panel.tables} | extra.get(wildcards.panel, {})
 
     return files
+
+
+def study_tables(study):
+    """The table files of study ``study`` (``Study.tables``)."""
+    return [f"{RESULTS}/{STUDY[study].table_path(name)}" for name in STUDY[study].tables]
 
 
 def stem(path):

@@ -79,7 +79,7 @@ rule protein_tables:
     input:
         data=expand(f"{PROT_DIR}/{{family}}/data.h5", family=PROT_FAMILIES),
         fits=expand(f"{PROT_DIR}/{{family}}/r{{r}}/{{model}}.h5", family=PROT_FAMILIES,
-                    r=range(PROT["realisations"]), model=PROT_MODELS),
+                    r=realisations(CFG, PROTEINS), model=PROT_MODELS),
     output:
         **{name: f"{PROT_DIR}/tables/{name}.csv" for name in PROTEINS.tables},
     log:

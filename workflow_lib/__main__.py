@@ -7,8 +7,10 @@ opens every protein alignment and distance file they name;
 ``omniglot OUTDIR`` runs the Omniglot study without Snakemake (on a GPU with ``compute.gpu``);
 ``claims SNAPSHOT [--check]`` recomputes a results snapshot's claims tables from the tables beside
 them (``--check``: compares, numbers to ``claims.DIGITS`` significant digits);
-``docs [--preset NAME [--results DIR]]`` writes the results pages (``workflow_lib.pages``) and the
-configuration reference. Errors the user can fix are printed as one line.
+``docs [--preset NAME [--results DIR | --merge]]`` writes the results pages (``workflow_lib.pages``)
+and the configuration reference; on a shard's results ``--results`` writes the shard's snapshot
+instead, and ``--merge`` merges a run's shard snapshots first (``workflow_lib.shard_snapshots``).
+Errors the user can fix are printed as one line.
 """
 
 from __future__ import annotations
@@ -64,14 +66,26 @@ def _write_docs(args: argparse.Namespace) -> None:
 
     from workflow_lib.config import ConfigError
     from workflow_lib.pages import write_docs
+    from workflow_lib.shard_snapshots import merge_shards, read_manifest, snapshot_shard
 
     source = {"configs": args.configfile, "targets": args.target}
     results = Path(args.results) if args.results else None
     if results is not None and not results.is_dir():
         raise ConfigError(f"--results {results}: no such folder (run snakemake first)")
-    if results is not None and not args.preset:
-        raise ConfigError("--results needs --preset: the name of the run on its pages")
-    for page in write_docs(Path(args.docs), args.preset, results, source, tuple(args.study)):
+    if (results is not None or args.merge) and not args.preset:
+        raise ConfigError(f"{'--merge' if args.merge else '--results'} needs --preset: the name "
+                          "of the run on its pages")
+    if results is not None and args.merge:
+        raise ConfigError("--results and --merge: snapshot a run, or merge its shards, not both")
+    run, only = Path(args.docs) / "results" / (args.preset or ""), tuple(args.study)
+    record = read_manifest(results) if results is not None else None
+    if record is not None and record["shard"] is not None:
+        print(snapshot_shard(results, run, record, source, only))
+        return
+    if args.merge:
+        for study in merge_shards(run, only):
+            print(f"{run}: {study} merged from {run / 'shards'}")
+    for page in write_docs(Path(args.docs), args.preset, results, source, only):
         print(page)
 
 
@@ -176,6 +190,9 @@ def main(argv: list[str] | None = None) -> int:
     docs.add_argument("--study", action="append", default=[],
                       help="snapshot only these studies of the run (default: every study)")
     docs.add_argument("--docs", default="docs", help="the docs folder (default: docs)")
+    docs.add_argument("--merge", action="store_true",
+                      help="merge the run's shard snapshots (docs/results/PRESET/shards/*, "
+                      "written by --results on a shard's results) into its snapshot first")
     cl = sub.add_parser("claims", help="recompute every claims table of a results snapshot from "
                         "the tables beside it")
     cl.add_argument("snapshot", help="a snapshot folder, e.g. docs/results/quick")
@@ -200,6 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     from workflow_lib.artefacts import ArtefactError
     from workflow_lib.config import ConfigError
     from workflow_lib.registry import StageError
+    from workflow_lib.shards import ShardError
 
     try:
         if args.command == "stage":
@@ -214,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
             return _check_config(args.files)
         else:
             _run_omniglot(args)
-    except (ArtefactError, BackendError, ConfigError, StageError) as exc:
+    except (ArtefactError, BackendError, ConfigError, ShardError, StageError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return 0

@@ -147,6 +147,9 @@ def _check_relations(cfg: dict) -> None:
             f"replica.alpha_min = {rep['alpha_min']} must be below replica.alpha_max = "
             f"{rep['alpha_max']}"
         )
+    from workflow_lib.shards import check  # it reads the registries, which read this module
+
+    check(cfg)
 
 
 def load_config(config: Mapping[str, Any]) -> dict:

@@ -213,9 +213,14 @@ def results_page(snapshot_dir: Path, study: Study, preset: str) -> str:
     source = json.loads((snapshot_dir / f"{study.name}-source.json").read_text())
     configs = "".join(f" {t}" for t in source.get("targets", []))  # before --configfile's list
     configs += "".join(f" --configfile {c}" for c in source.get("configs", []))
+    produced = f"`snakemake --cores all{configs}`"
+    if "shards" in source:  # merged from shards (workflow_lib.shard_snapshots)
+        produced = (f"`snakemake --cores all{configs} --config shard=FIRST-LAST` in the shards "
+                    f"{', '.join(source['shards'])}, merged by `python -m workflow_lib docs "
+                    f"--preset {preset} --merge`")
     lines = [f"# {study.title}: the {preset} run", "",
              f"*{study.paper}.*", "",
-             f"Produced by `snakemake --cores all{configs}`; this page by `python -m workflow_lib "
+             f"Produced by {produced}; this page by `python -m workflow_lib "
              f"docs --preset {preset}`. Every number below is read from the run's claims table "
              f"([{study.name}-claims.csv]({preset}/{study.name}-claims.csv)), which `python -m "
              f"workflow_lib claims docs/results/{preset}` recomputes from the tables beside it "

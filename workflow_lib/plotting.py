@@ -11,8 +11,9 @@ from workflow_lib.artefacts import atomic_path  # noqa: E402
 
 
 def save_figure(fig: plt.Figure, outputs: dict[str, str]) -> None:
-    """Write ``fig`` to ``outputs['png']`` and ``outputs['pdf']`` (150 dpi), then close it."""
-    for key in ("png", "pdf"):
-        with atomic_path(outputs[key]) as tmp:
+    """Write ``fig`` to each path of ``outputs`` in the format its key names (``png``, ``pdf``;
+    150 dpi), then close it."""
+    for key, path in outputs.items():
+        with atomic_path(path) as tmp:
             fig.savefig(tmp, dpi=150, format=key)
     plt.close(fig)

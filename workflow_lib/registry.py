@@ -123,7 +123,15 @@ class Study:
     ``claims_of`` (``'module:function'`` that computes the claims table from the tables: a dict
     of table name -> DataFrame), ``page_tables`` (the names of the tables shown whole on its
     results pages) and ``folders`` (the top folders of the results its rules write, where
-    Snakemake's benchmarks of its jobs mirror them; default: the study's name)."""
+    Snakemake's benchmarks of its jobs mirror them; default: the study's name).
+
+    How its runs split into shards (``workflow_lib.shards``): ``realisations``, the dotted config
+    key of the number of its realisations (empty: it has none, and no shard runs it);
+    ``tables_rule``, the rule that writes ``tables`` (with the rules that are not ``local``, what
+    a shard runs); ``shared_tables``, the tables that do not depend on the realisations (every
+    shard writes them alike); ``summaries``, the tables computed across realisations from the
+    others, by name: ``'module:function'`` that returns one from the dict of the others (table
+    name -> DataFrame). Every other table is per realisation: it has a ``realisation`` column."""
 
     name: str
     title: str
@@ -135,6 +143,10 @@ class Study:
     claims_of: str
     page_tables: tuple[str, ...] = ()
     folders: tuple[str, ...] = ()
+    realisations: str = ""
+    tables_rule: str = ""
+    shared_tables: tuple[str, ...] = ()
+    summaries: Mapping[str, str] = field(default_factory=dict)
 
     def table_path(self, name: str) -> str:
         """The path of table ``name``, relative to the results folder (beside the claims)."""
@@ -160,6 +172,28 @@ class Study:
         """The panels that config ``cfg`` has (those whose ``exists`` holds)."""
         return tuple(each for each in self.panels if each.exists(cfg))
 
+    def realisation_count(self, cfg: Config) -> int:
+        """How many realisations the whole run of ``cfg`` has (its ``realisations`` key; 0 for
+        a study without realisations)."""
+        if not self.realisations:
+            return 0
+        node: Any = cfg
+        for part in self.realisations.split("."):
+            node = node[part]
+        return int(node)
+
+    def realisation_tables(self) -> tuple[str, ...]:
+        """Its tables with one row per realisation and more (neither shared nor summaries;
+        none for a study without realisations)."""
+        return tuple(name for name in self.tables if self.realisations
+                     if name not in self.shared_tables and name not in self.summaries)
+
+    def science(self) -> tuple[Rule, ...]:
+        """The rules whose jobs its tables come from: those that are not ``local`` and
+        ``tables_rule``."""
+        return tuple(each for each in self.rules
+                     if not each.local or each.name == self.tables_rule)
+
 
 def resolve(target: str) -> Callable[..., Any]:
     """The function ``target`` (``'module:function'``) names."""
@@ -172,9 +206,20 @@ def _study_texts(cfg: Config, wildcards: Wildcards) -> dict[str, Any]:
     return {study.name: [study.title, study.paper] for study in studies()}
 
 
-# Rules of no single study: the report's front page from every study's claims table.
+def _manifest_params(cfg: Config, wildcards: Wildcards) -> dict[str, Any]:
+    """The manifest's params: the run's shard, config and realisations of the studies it runs
+    (``workflow_lib.shards.manifest_params``)."""
+    from workflow_lib.shards import manifest_params  # it reads this module
+
+    return manifest_params(cfg, list(wildcards["studies"]))
+
+
+# Rules of no single study: the report's front page from every study's claims table, and the
+# run's manifest (what a snapshot of it records).
 SHARED = (Rule("report_page", "workflow_lib.pages:report_page", _study_texts, constant(10),
-               constant(2000), local=True),)
+               constant(2000), local=True),
+          Rule("manifest", "workflow_lib.shard_snapshots:manifest", _manifest_params,
+               constant(10), constant(2000), local=True))
 
 
 def studies() -> tuple[Study, ...]:

@@ -77,6 +77,8 @@ STUDY = Study(
     claims="paths/tables/claims.csv",
     claims_of="workflow_lib.studies.attention_hmm.claims:hmm_claims",
     folders=("paths",),
+    realisations="paths.realisations",
+    tables_rule="paths_tables",
     panels=(
         Panel("paths_fig2c", ("accuracy", "order_parameters"), f"{DRAW}:fig2c",
               "Attention paths, Fig. 2c: test accuracy vs width N on the hidden-Markov-chain task "

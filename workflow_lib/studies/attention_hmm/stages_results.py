@@ -10,18 +10,21 @@ import pandas as pd
 from workflow_lib.artefacts import read_artefact, write_csv
 from workflow_lib.claims import log_claims
 from workflow_lib.registry import Job
+from workflow_lib.shards import finish_tables
 from workflow_lib.studies.attention_hmm import tables
 from workflow_lib.studies.attention_hmm.artefacts import PATHS_SAMPLES, PATHS_THEORY
 from workflow_lib.studies.attention_hmm.claims import hmm_claims
+from workflow_lib.studies.attention_hmm.registry import STUDY
 
 log = logging.getLogger("workflow_lib.stages")
 
 
 def paths_tables(job: Job) -> None:
-    """Tidy CSV tables of every theory and samples artefact (``attention_hmm.tables``)."""
+    """Tidy CSV tables of every theory and samples artefact (``attention_hmm.tables``), in the
+    order of ``shards.finish_tables``."""
     theories = [read_artefact(f, PATHS_THEORY) for f in job.input["theory"]]
     samples = [read_artefact(f, PATHS_SAMPLES) for f in job.input.get("samples", [])]
-    for name, df in tables.build(theories, samples).items():
+    for name, df in finish_tables(STUDY, tables.build(theories, samples)).items():
         write_csv(df, job.output[name])
 
 

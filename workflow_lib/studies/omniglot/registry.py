@@ -96,6 +96,7 @@ STUDY = Study(
             "cumulative_pruning", "claims"),
     claims="omniglot/tables/claims.csv",
     claims_of="workflow_lib.studies.omniglot.claims:omniglot_claims",
+    tables_rule="omniglot_tables",
     panels=(
         Panel("omniglot_fig3b", ("accuracy",), f"{DRAW}:accuracy",
               "Attention paths, Fig. 3b: test accuracy on held-out one-shot Omniglot episodes vs "

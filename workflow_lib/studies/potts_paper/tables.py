@@ -7,7 +7,7 @@ to mean, standard error of the mean and count per group.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -258,7 +258,9 @@ def data_table(paths: Iterable[str]) -> pd.DataFrame:
 def build_tables(samples: Iterable[str], train: Iterable[str], plm: Iterable[str],
                  sample_complexity: Iterable[str], theory: str,
                  simulations: str) -> dict[str, pd.DataFrame]:
-    """Every table of the Potts paper, by name, from the artefact paths of each stage."""
+    """The Potts paper's per-realisation tables and its ``replica`` table, by name, from the
+    artefact paths of each stage (its summaries: ``training_summary``,
+    ``sample_complexity_summary``)."""
     history, final, restarts = training_tables(train)
     plm_fits = plm_table(plm)
     history, restarts = with_floor(history, plm_fits), with_floor(restarts, plm_fits)
@@ -271,15 +273,23 @@ def build_tables(samples: Iterable[str], train: Iterable[str], plm: Iterable[str
         "training_history": history,
         "training_final": final,
         "training_restarts": restarts,
-        "training_summary": summarise(
-            final, ["arch", "a"], ["test_loss", "test_loss_heldout", "excess_loss",
-                                   "excess_over_floor", "test_overlap", "recon_error", "pearson_r",
-                                   "converged"]),
         "plm": plm_fits,
         "replica": replica_table(theory, simulations),
         "sample_complexity": sc,
-        "sample_complexity_summary": summarise(
-            sc, ["M", "alpha"], ["test_loss", "test_loss_heldout", "train_loss", "converged",
-                                 "train_accuracy", "separable"]),
         "sample_complexity_threshold": capacity_edge(sc),
     }
+
+
+def training_summary(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """``summarise`` of the ``training_final`` table per architecture (and a) over
+    realisations."""
+    return summarise(tables["training_final"], ["arch", "a"],
+                     ["test_loss", "test_loss_heldout", "excess_loss", "excess_over_floor",
+                      "test_overlap", "recon_error", "pearson_r", "converged"])
+
+
+def sample_complexity_summary(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """``summarise`` of the ``sample_complexity`` table per M over realisations."""
+    return summarise(tables["sample_complexity"], ["M", "alpha"],
+                     ["test_loss", "test_loss_heldout", "train_loss", "converged",
+                      "train_accuracy", "separable"])

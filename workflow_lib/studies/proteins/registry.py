@@ -60,6 +60,10 @@ STUDY = Study(
     claims="proteins/tables/claims.csv",
     claims_of="workflow_lib.studies.proteins.claims:claims_table",
     page_tables=("family_models",),
+    realisations="proteins.realisations",
+    tables_rule="protein_tables",
+    shared_tables=("families",),
+    summaries={"family_models": f"{STAGES}.tables:family_models_table"},
     panels=(
         Panel("protein_precision", ("curves",), f"{DRAW}:precision_vs_rank",
               "Protein families: precision of the top-ranked residue pairs (|i - j| >= "

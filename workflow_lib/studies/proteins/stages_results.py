@@ -10,18 +10,22 @@ import pandas as pd
 from workflow_lib.artefacts import read_artefact, write_csv
 from workflow_lib.claims import log_claims
 from workflow_lib.registry import Job
+from workflow_lib.shards import finish_tables
 from workflow_lib.studies.proteins import tables
 from workflow_lib.studies.proteins.artefacts import PROTEIN_DATA, PROTEIN_FIT
 from workflow_lib.studies.proteins.claims import claims_table
+from workflow_lib.studies.proteins.registry import STUDY
 
 log = logging.getLogger("workflow_lib.stages")
 
 
 def protein_tables(job: Job) -> None:
-    """Tidy CSV tables of every data and fit artefact (``proteins.tables``)."""
+    """Tidy CSV tables of every data and fit artefact (``proteins.tables``), in the order of
+    ``shards.finish_tables``."""
     data = [read_artefact(f, PROTEIN_DATA, required=("columns", "test")) for f in job.input["data"]]
     fits = [read_artefact(f, PROTEIN_FIT, required=("scores",)) for f in job.input["fits"]]
-    built = tables.build(data, fits, job.params["contacts"], job.params["distance_kinds"])
+    built = finish_tables(STUDY, tables.build(data, fits, job.params["contacts"],
+                                              job.params["distance_kinds"]))
     for name, df in built.items():
         write_csv(df, job.output[name])
 

@@ -1,8 +1,11 @@
 """Tidy tables of the protein study from its artefacts: per fit (``models``), per family and model
 averaged over the splits (``family_models``), the precision of the top-ranked pairs (``curves``),
-every scored pair of the first split (``pairs``) and per family (``families``)."""
+every scored pair of the first split (``pairs``, realisation ``PAIRS_REALISATION``) and per family
+(``families``)."""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
@@ -11,6 +14,11 @@ from workflow_lib.artefacts import Artefact
 from workflow_lib.proteins import contacts
 
 FIT_ATTRS = ("heldout_loss", "train_loss", "converged", "seconds", "n_params")
+PAIRS_REALISATION = 0  # the split whose every scored pair the pairs table holds
+CURVE_COLUMNS = ("family", "model", "realisation", "L", "rank", "precision", "P@k_random",
+                 "contacts")
+PAIR_COLUMNS = ("i", "j", "score", "rank", "distance", "contact", "family", "model",
+                "realisation", "L", "contacts")
 JACOBIAN_SUFFIX = "-jacobian"  # a transformer's Jacobian contact scores: rows of their own
 
 
@@ -35,8 +43,8 @@ def contact_definition(kind: str, cfg: dict) -> str:
 
 def build(data: list[Artefact], fits: list[Artefact], cfg: dict,
           kinds: dict[str, str]) -> dict[str, pd.DataFrame]:  # fmt: skip
-    """The study's tables from its data and fit artefacts; ``cfg``: ``proteins.contacts``,
-    ``kinds``: family -> what its distance file holds.
+    """The study's tables but its summary (``family_models_table``) from its data and fit
+    artefacts; ``cfg``: ``proteins.contacts``, ``kinds``: family -> what its distance file holds.
 
     Beside every precision: ``P@k_random``, the expected precision of a random ranking at
     every k (the fraction of contacts among the ranked pairs, those at ``min_separation`` or more
@@ -71,19 +79,17 @@ def build(data: list[Artefact], fits: list[Artefact], cfg: dict,
                                             "L": L, "rank": np.arange(1, 2 * L + 1),
                                             "precision": curve, **yardsticks[family]}))
             rows.append(row)
-            if r == 0:
+            if r == PAIRS_REALISATION:
                 pairs.append(_pairs(scores, d, cfg).assign(
-                    family=family, model=name, L=L, contacts=yardsticks[family]["contacts"]))
+                    family=family, model=name, realisation=r, L=L,
+                    contacts=yardsticks[family]["contacts"]))
     order = lambda df, keys: df.sort_values(keys, kind="stable").reset_index(drop=True)  # noqa: E731
-    models = order(pd.DataFrame(rows), ["family", "model", "realisation"])
-    empty = pd.DataFrame(columns=["family", "model", "realisation", "L", "rank", "precision",
-                                  "P@k_random", "contacts"])
     return {
-        "models": models,
-        "family_models": family_models(models),
+        "models": order(pd.DataFrame(rows), ["family", "model", "realisation"]),
         "curves": order(pd.concat(curves), ["family", "model", "realisation", "rank"])
-        if curves else empty,
-        "pairs": order(pd.concat(pairs), ["family", "model", "rank"]),
+        if curves else pd.DataFrame(columns=list(CURVE_COLUMNS)),
+        "pairs": order(pd.concat(pairs), ["family", "model", "rank"])
+        if pairs else pd.DataFrame(columns=list(PAIR_COLUMNS)),
         "families": families,
     }
 
@@ -95,6 +101,11 @@ def _score_kinds(fit: Artefact) -> list[tuple[str, np.ndarray]]:
     if "jacobian_scores" in fit.data:
         kinds.append((f"{fit.attrs['model']}{JACOBIAN_SUFFIX}", fit["jacobian_scores"]))
     return kinds
+
+
+def family_models_table(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """``family_models`` of the ``models`` table: the summary of the fits across splits."""
+    return family_models(tables["models"])
 
 
 def family_models(models: pd.DataFrame) -> pd.DataFrame:

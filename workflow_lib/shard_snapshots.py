@@ -1,0 +1,348 @@
+"""The records of shards (``workflow_lib.shards``): a run's manifest, a shard's snapshot, and the
+merge of a run's shard snapshots into its snapshot.
+
+The rule ``manifest`` writes ``RESULTS/manifest.json`` after the tables of every study of a run
+(``manifest``): its shard (null for a whole run), its config without ``shards.RUN_KEYS`` and that
+config's digest, each study's realisations, the code digest of every rule of each study's science
+(``Study.science``, ``workflow_lib.code_digest``), the backend of the jobs marked for a GPU and
+the host that ran the workflow.
+
+``python -m workflow_lib docs --preset NAME --results RESULTS`` on the results of a shard writes
+the shard's snapshot ``docs/results/NAME/shards/<label>/`` (``snapshot_shard``): the manifest with
+the config files and targets the command names, each study's per-realisation and shared tables
+under ``tables/<study>/`` and the measured costs of the shard's jobs (``<study>-costs.csv``).
+``python -m workflow_lib docs --preset NAME --merge`` merges a run's shard snapshots into its
+snapshot ``docs/results/NAME/`` (``merge_shards``), each study of them as
+``pages.snapshot`` writes it from a whole run: per-realisation tables concatenated and sorted by
+realisation, shared tables taken once, summaries and claims recomputed, figures redrawn from the
+tables, job costs summed over the shards.
+"""
+
+from __future__ import annotations
+
+import inspect
+import io
+import json
+import os
+import platform
+import re
+import shutil
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from workflow_lib.artefacts import atomic_path, write_csv
+from workflow_lib.code_digest import stage_digest
+from workflow_lib.config import digest
+from workflow_lib.pages import REALISATION_IN_PATH, job_costs, recompute_claims
+from workflow_lib.registry import Job, Panel, Study, chunk_label, resolve, studies
+from workflow_lib.shards import REALISATION, ShardError, finish_tables
+
+MANIFEST = "manifest.json"  # in a results folder and in a shard's snapshot
+SHARDS = "shards"  # the folder of a run's shard snapshots, in its snapshot
+
+
+def _write_json(path: Path, record: dict[str, Any]) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+
+
+def manifest(job: Job) -> None:
+    """Stage ``manifest``: the run's manifest (JSON) after the tables of its studies: its shard,
+    config and realisations (the params), the config's digest, the code digest of each rule of
+    every study's science, the backend of the jobs marked for a GPU and the host."""
+    by_name = {study.name: study for study in studies()}
+    params = job.params
+    code = {name: {rule.name: stage_digest(rule.stage) for rule in by_name[name].science()}
+            for name in params["realisations"]}
+    _write_json(Path(job.output["manifest"]), {
+        **params, "config_digest": digest(params["config"]), "code": code,
+        "backend": "gpu" if params["config"]["compute"]["gpu"] else "cpu",
+        "host": {"name": platform.node(), "cpus": os.cpu_count(),
+                 "system": platform.platform()}})
+
+
+def read_manifest(results: Path) -> dict[str, Any] | None:
+    """The manifest of the run in ``results``, or None (a run from before manifests)."""
+    path = results / MANIFEST
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def _first(shard: str) -> int:
+    """The first realisation of shard ``FIRST-LAST``."""
+    return int(shard.split("-")[0])
+
+
+def _label(shard: str) -> str:
+    """The snapshot folder of shard ``FIRST-LAST``: ``rFIRST-LAST`` (``registry.chunk_label``)."""
+    first, last = (int(part) for part in shard.split("-"))
+    return chunk_label(list(range(first, last + 1)))
+
+
+def _ranges(ids: Iterable[int]) -> str:
+    """Realisation ids as ranges: ``0-4, 7``."""
+    runs: list[list[int]] = []
+    for r in sorted(ids):
+        if runs and r == runs[-1][-1] + 1:
+            runs[-1].append(r)
+        else:
+            runs.append([r])
+    return ", ".join(f"{run[0]}-{run[-1]}" if len(run) > 1 else f"{run[0]}" for run in runs)
+
+
+def _job_realisations(job: str) -> set[int]:
+    """The realisations a job's path names (``r3``, or ``r0-9`` for a chunk)."""
+    found: set[int] = set()
+    for m in re.finditer(REALISATION_IN_PATH, job):
+        found |= set(range(int(m[1]), int(m[2] or m[1]) + 1))
+    return found
+
+
+def shard_costs(costs: pd.DataFrame, study: Study, ids: Iterable[int]) -> pd.DataFrame:
+    """The rows of ``costs`` (``pages.job_costs``) of the jobs a shard of ``study`` over
+    realisations ``ids`` runs: those of its realisations and those of none, but the study's
+    figures and claims (a shard has neither)."""
+    claims = study.claims.rsplit(".", 1)[0]
+    keep = [job != claims and not job.startswith("figures/") and _job_realisations(job) <= set(ids)
+            for job in costs["job"]]
+    return costs[keep].reset_index(drop=True)
+
+
+def _check_finished(results: Path, names: Iterable[str]) -> None:
+    """Raise ``ShardError`` unless the manifest in ``results`` is newer than the tables of the
+    studies ``names`` (a run that rebuilt tables without its default target has a stale one)."""
+    written = (results / MANIFEST).stat().st_mtime
+    by_name = {study.name: study for study in studies()}
+    for name in names:
+        for table in by_name[name].tables:
+            path = results / by_name[name].table_path(table)
+            if path.stat().st_mtime > written:
+                raise ShardError(f"{path} is newer than {results / MANIFEST}: run the shard's "
+                                 "default target to the end before its snapshot")
+
+
+def _check_realisations(results: Path, study: Study, ids: list[int]) -> None:
+    """Raise ``ShardError`` unless ``study``'s per-realisation tables in ``results`` hold the
+    realisations ``ids`` of its manifest, and no other."""
+    found: set[int] = set()
+    for name in study.realisation_tables():
+        found |= set(pd.read_csv(results / study.table_path(name))[REALISATION].astype(int))
+    if found != set(ids):
+        raise ShardError(f"{results}: the tables of {study.name} hold realisations "
+                         f"{_ranges(found) or 'none'}, its manifest {_ranges(ids)}; run the "
+                         "shard's default target to the end before its snapshot")
+
+
+def _replace_folder(build: Path, dest: Path) -> None:
+    """Put the folder ``build`` in place of ``dest`` (a rename each: no half-written ``dest``)."""
+    old = dest.with_name(f".{dest.name}.old-{os.getpid()}")
+    if dest.exists():
+        dest.rename(old)
+    build.rename(dest)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def snapshot_shard(results: Path, run: Path, record: dict[str, Any], source: dict[str, Any],
+                   only: tuple[str, ...] = ()) -> Path:
+    """Write the snapshot of the shard in ``results`` (``record``: its manifest) under the run's
+    snapshot ``run`` as ``shards/<label>/`` (replacing an earlier one): the manifest with
+    ``source`` (the config files and targets of the run) and, for each study of the shard (of
+    ``only`` when given), its per-realisation and shared tables under ``tables/<study>/`` and its
+    jobs' measured costs (``shard_costs``) as ``<study>-costs.csv``; returns its folder."""
+    names = [name for name in record["realisations"] if not only or name in only]
+    _check_finished(results, names)
+    by_name = {study.name: study for study in studies()}
+    dest = run / SHARDS / _label(record["shard"])
+    build = dest.with_name(f".{dest.name}.tmp-{os.getpid()}")
+    shutil.rmtree(build, ignore_errors=True)
+    for name in names:
+        study, ids = by_name[name], record["realisations"][name]
+        _check_realisations(results, study, ids)
+        tables = build / "tables" / name
+        tables.mkdir(parents=True)
+        for table in (*study.realisation_tables(), *study.shared_tables):
+            shutil.copy2(results / study.table_path(table), tables / f"{table}.csv")
+        costs = shard_costs(job_costs(results, study), study, ids)
+        if len(costs):
+            costs.to_csv(build / f"{name}-costs.csv", index=False)
+    keep = {key: value for key, value in record.items() if key not in ("realisations", "code")}
+    _write_json(build / MANIFEST, {**keep, "source": source,
+                                   "realisations": {n: record["realisations"][n] for n in names},
+                                   "code": {n: record["code"][n] for n in names}})
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    _replace_folder(build, dest)
+    return dest
+
+
+def _difference(a: Any, b: Any, key: str = "") -> tuple[str, Any, Any] | None:
+    """The first dotted key whose value differs between configs ``a`` and ``b``, with the two
+    values (None where one has no such key), or None when they are equal."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for sub in sorted(a.keys() | b.keys()):
+            found = _difference(a.get(sub), b.get(sub), f"{key}.{sub}" if key else sub)
+            if found:
+                return found
+        return None
+    return None if a == b else (key, a, b)
+
+
+def _shard_records(run: Path) -> list[tuple[str, Path, dict[str, Any]]]:
+    """``(name, folder, manifest)`` of each shard snapshot of the run's snapshot ``run``
+    (``shards/<label>``), in the order of their first realisation."""
+    folders = sorted(p.parent for p in (run / SHARDS).glob(f"*/{MANIFEST}"))
+    if not folders:
+        raise ShardError(f"{run / SHARDS}: no shard snapshots; write them with python -m "
+                         f"workflow_lib docs --preset {run.name} --results RESULTS after each "
+                         "shard")
+    records = [(f"{SHARDS}/{p.name}", p, json.loads((p / MANIFEST).read_text())) for p in folders]
+    return sorted(records, key=lambda each: (_first(each[2]["shard"]), each[0]))
+
+
+def _check_alike(records: list[tuple[str, Path, dict[str, Any]]]) -> None:
+    """Raise ``ShardError`` naming the shard and the key unless every shard ran the first's
+    config (``shards.RUN_KEYS`` aside) and, for each study, the code of the first shard that
+    holds it."""
+    ref, _, first = records[0]
+    for name, _, record in records[1:]:
+        found = _difference(record["config"], first["config"])
+        if found:
+            key, mine, theirs = found
+            raise ShardError(f"{name}: config key {key} = {json.dumps(mine)} differs from "
+                             f"{ref}'s {json.dumps(theirs)}; the shards of a run share every "
+                             "key but shard and results")
+    code: dict[str, tuple[str, dict[str, str]]] = {}
+    for name, _, record in records:
+        for study, digests in record["code"].items():
+            other, known = code.setdefault(study, (name, digests))
+            found = _difference(digests, known)
+            if found:
+                rule, mine, theirs = found
+                raise ShardError(f"{name}: the code of rule {rule} of {study} (digest {mine}) "
+                                 f"differs from {other}'s ({theirs}); run the shards of a run "
+                                 "with one version of the code")
+
+
+def _holders(records: list[tuple[str, Path, dict[str, Any]]], study: Study,
+             cfg: dict[str, Any]) -> list[tuple[str, Path, dict[str, Any]]]:
+    """The shards that hold ``study`` (none: it is not merged); raise ``ShardError`` when two
+    hold one realisation or the shards miss one of the whole run of ``cfg``."""
+    holders = [each for each in records if study.name in each[2]["realisations"]]
+    if not holders:
+        return []
+    seen: dict[int, str] = {}
+    for name, _, record in holders:
+        for r in record["realisations"][study.name]:
+            if r in seen:
+                raise ShardError(f"{name}: realisation {r} of {study.name} is also in "
+                                 f"{seen[r]}; each realisation belongs to one shard")
+            seen[r] = name
+    missing = set(range(study.realisation_count(cfg))) - seen.keys()
+    if missing:
+        raise ShardError(f"{SHARDS}: realisations {_ranges(missing)} of {study.name} are in no "
+                         f"shard ({study.realisations} = {study.realisation_count(cfg)}); "
+                         "snapshot the missing shards first")
+    return holders
+
+
+def _merged_tables(holders: list[tuple[str, Path, dict[str, Any]]],
+                   study: Study) -> dict[str, pd.DataFrame]:
+    """``study``'s tables from its shards: per-realisation tables concatenated in shard order,
+    shared tables taken once (``ShardError`` unless alike in every shard), then
+    ``shards.finish_tables`` (realisation order, summaries)."""
+    folders = [(name, folder / "tables" / study.name) for name, folder, _ in holders]
+    tables = {}
+    for table in study.realisation_tables():
+        frames = [pd.read_csv(folder / f"{table}.csv") for _, folder in folders]
+        filled = [frame for frame in frames if len(frame)] or frames[:1]
+        tables[table] = pd.concat(filled, ignore_index=True)
+    for table in study.shared_tables:
+        (ref, first), *others = folders
+        text = (first / f"{table}.csv").read_bytes()
+        for name, folder in others:
+            if (folder / f"{table}.csv").read_bytes() != text:
+                raise ShardError(f"{name}: table {study.name}/{table}.csv differs from {ref}'s; "
+                                 "it does not depend on the realisations, so every shard must "
+                                 "write it alike")
+        tables[table] = pd.read_csv(io.BytesIO(text))
+    return finish_tables(study, tables)
+
+
+def _merged_costs(holders: list[tuple[str, Path, dict[str, Any]]],
+                  study: Study) -> pd.DataFrame:
+    """The job costs of ``study``'s shards summed per job (wall and CPU seconds; the largest
+    memory); a job measured alike in several shards (one benchmark, read from one results
+    folder) counts once."""
+    paths = [folder / f"{study.name}-costs.csv" for _, folder, _ in holders]
+    frames = [pd.read_csv(path) for path in paths if path.is_file()]
+    if not frames:
+        return pd.DataFrame()
+    grouped = pd.concat(frames, ignore_index=True).drop_duplicates().groupby("job", sort=True)
+    return grouped.agg(wall_s=("wall_s", "sum"), cpu_s=("cpu_s", "sum"),
+                       max_rss_mb=("max_rss_mb", "max")).reset_index()
+
+
+def _drawn_from_tables(panel: Panel) -> bool:
+    """Whether ``panel`` is drawn from its tables alone (not from artefacts, as Fig. 2b)."""
+    if not panel.tables:
+        return False
+    try:
+        inspect.signature(resolve(panel.draw)).bind(*panel.tables)
+    except TypeError:
+        return False
+    return True
+
+
+def _redraw(run: Path, study: Study, cfg: dict[str, Any]) -> None:
+    """``study``'s figures in the snapshot ``run`` redrawn from its tables there: the panels that
+    ``cfg`` has and that are drawn from tables alone; the others removed."""
+    from workflow_lib.plotting import save_figure  # matplotlib, for a merge only
+
+    for panel in study.panels:
+        png = run / "figures" / f"{panel.name}.png"
+        png.unlink(missing_ok=True)
+        if panel.exists(cfg) and _drawn_from_tables(panel):
+            tables = [pd.read_csv(run / "tables" / study.name / f"{t}.csv") for t in panel.tables]
+            save_figure(resolve(panel.draw)(*tables), {"png": str(png)})
+
+
+def merge_shards(run: Path, only: tuple[str, ...] = ()) -> list[str]:
+    """Merge the shard snapshots of the run's snapshot ``run`` (``shards/*/``) into it; returns
+    the studies merged (those of ``only`` when given).
+
+    Refuses, with one line naming the shard and the key and before writing anything, shards of
+    another config or code (``_check_alike``), a realisation in two shards and a realisation of
+    the whole run in none (``_holders``), and shared tables that differ (``_merged_tables``).
+    Then for each study: its tables as a whole run writes them, its claims table recomputed from
+    them (``pages.recompute_claims``), its figures redrawn (``_redraw``), its job costs summed
+    over the shards (``_merged_costs``) and its ``source.json``: the first shard's config files
+    and targets, the shards, the config's digest and the code's."""
+    records = _shard_records(run)
+    _check_alike(records)
+    cfg = {**records[0][2]["config"], "shard": None}
+    merged = []
+    for study in studies():
+        holders = _holders(records, study, cfg) if not only or study.name in only else []
+        if holders:
+            merged.append((study, holders, _merged_tables(holders, study),
+                           _merged_costs(holders, study)))
+    for study, holders, tables, costs in merged:
+        build = run / "tables" / f".{study.name}.tmp-{os.getpid()}"
+        shutil.rmtree(build, ignore_errors=True)
+        build.mkdir(parents=True)
+        for name, df in tables.items():
+            df.to_csv(build / f"{name}.csv", index=False)
+        _replace_folder(build, run / "tables" / study.name)
+        with atomic_path(run / f"{study.name}-claims.csv") as tmp:
+            tmp.write_text(recompute_claims(run, study))
+        (run / f"{study.name}-costs.csv").unlink(missing_ok=True)
+        if len(costs):
+            write_csv(costs, run / f"{study.name}-costs.csv")
+        (run / "figures").mkdir(exist_ok=True)
+        _redraw(run, study, cfg)
+        first = holders[0][2]
+        _write_json(run / f"{study.name}-source.json", {
+            **first["source"], "shards": [_label(record["shard"]) for _, _, record in holders],
+            "config_digest": first["config_digest"], "code": first["code"][study.name]})
+    return [study.name for study, *_ in merged]

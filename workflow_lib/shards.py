@@ -1,0 +1,119 @@
+"""Shards: a run cut into ranges of realisations that run, and are snapshotted, one at a time.
+
+The config key ``shard: FIRST-LAST`` (e.g. ``0-4``, both ends included; null: the whole run)
+restricts a run to the realisations FIRST to LAST of every study that has realisations
+(``Study.realisations``: ``realisations`` for the Potts paper, ``paths.realisations`` for the
+attention paths, ``proteins.realisations`` for the protein study). A realisation keeps its id, and
+its id drives its seeds, so each realisation's jobs, with their config slices, and numbers are
+those of the whole run; the Potts paper's training chunks (``compute.realisations_per_job``) are
+the whole run's too, since a shard starts and ends on their bounds (``check``). A study with no
+realisation in the range, and a study without realisations (Omniglot), is left out of the shard.
+
+Every study's tables are written in one order whatever the shard (``finish_tables``): the tables
+with one row per realisation and more, sorted by realisation (stably: within a realisation the
+rows keep the order its jobs give them), then the summaries across realisations computed from
+them. Concatenating the shards' per-realisation tables and sorting them by realisation therefore
+gives the whole run's tables to the last digit, and its summaries follow
+(``workflow_lib.shard_snapshots``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from workflow_lib.config import ConfigError
+from workflow_lib.registry import Config, Study, chunk_label, resolve, studies
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+REALISATION = "realisation"  # the column of a per-realisation table
+RUN_KEYS = ("shard", "results")  # config keys that change no number: not in a shard's digest
+
+
+class ShardError(ValueError):
+    """Shards cannot be snapshotted or merged as asked; the message is one line for the user."""
+
+
+def shard_range(cfg: Config) -> range | None:
+    """The realisation ids of ``cfg``'s shard (``range(FIRST, LAST + 1)``), or None for a whole
+    run."""
+    if cfg["shard"] is None:
+        return None
+    first, last = (int(part) for part in cfg["shard"].split("-"))
+    return range(first, last + 1)
+
+
+def shard_label(cfg: Config) -> str:
+    """The name of ``cfg``'s shard, ``r0-4`` (``r3`` for one realisation), as the chunks'
+    (``registry.chunk_label``)."""
+    ids = shard_range(cfg)
+    if ids is None:
+        raise ValueError("a whole run has no shard label")
+    return chunk_label(list(ids))
+
+
+def realisations(cfg: Config, study: Study) -> list[int]:
+    """The ids of ``study``'s realisations in the run of ``cfg``: every one of the whole run, or
+    those in its shard (none for a study without realisations in a shard)."""
+    ids = shard_range(cfg)
+    return [r for r in range(study.realisation_count(cfg)) if ids is None or r in ids]
+
+
+def run_config(cfg: Config) -> dict[str, Any]:
+    """``cfg`` without the keys that change no number (``RUN_KEYS``): what the shards of one run
+    share."""
+    return {key: value for key, value in cfg.items() if key not in RUN_KEYS}
+
+
+def check(cfg: Config) -> None:
+    """Raise ``ConfigError`` (one line naming the key, its value and what is allowed) unless the
+    shard of ``cfg`` lies within the realisations of its studies and starts and ends on the bounds
+    of the Potts paper's training chunks (``compute.realisations_per_job``)."""
+    ids = shard_range(cfg)
+    if ids is None:
+        return
+    text = f"shard = {json.dumps(cfg['shard'])}"
+    if not ids:
+        raise ConfigError(f"{text}: FIRST must not exceed LAST")
+    counts = {study.realisations: study.realisation_count(cfg) for study in studies()
+              if study.realisations}
+    most = max(counts.values())
+    if ids[-1] >= most:
+        known = ", ".join(f"{key} = {n}" for key, n in counts.items())
+        raise ConfigError(f"{text}: must lie within realisations 0-{most - 1}, the most of any "
+                          f"study ({known})")
+    size, n = cfg["compute"]["realisations_per_job"], cfg["realisations"]
+    starts = ids[0] < n and ids[0] % size
+    ends = ids[-1] < n - 1 and (ids[-1] + 1) % size
+    if starts or ends:
+        raise ConfigError(f"{text}: compute.realisations_per_job = {size} trains realisations "
+                          f"0-{size - 1}, {size}-{2 * size - 1}, ... in one job each; a shard "
+                          "must start and end on those bounds, as the whole run's jobs")
+
+
+def in_order(table: pd.DataFrame) -> pd.DataFrame:
+    """A per-realisation ``table`` sorted by realisation, stably, with a fresh index."""
+    return table.sort_values(REALISATION, kind="stable").reset_index(drop=True)
+
+
+def finish_tables(study: Study, tables: Mapping[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """``study``'s tables as written, from ``tables`` (its per-realisation and shared tables, by
+    name): each per-realisation table in realisation order (``in_order``), the shared tables as
+    given, then each of its ``summaries`` computed from those."""
+    out = {name: in_order(tables[name]) if name in study.realisation_tables() else tables[name]
+           for name in tables}
+    for name, target in study.summaries.items():
+        out[name] = resolve(target)(dict(out))
+    return out
+
+
+def manifest_params(cfg: Config, names: list[str]) -> dict[str, Any]:
+    """The config slice of the run's manifest (``shard_snapshots.manifest``) over studies
+    ``names``: the shard (None for a whole run), the config without ``RUN_KEYS`` and each study's
+    realisations in the run."""
+    by_name = {study.name: study for study in studies()}
+    return {"shard": cfg["shard"], "config": run_config(cfg),
+            "realisations": {name: realisations(cfg, by_name[name]) for name in names}}
