@@ -240,8 +240,8 @@ def _holders(records: list[tuple[str, Path, dict[str, Any]]], study: Study,
             seen[r] = name
     missing = set(range(study.realisation_count(cfg))) - seen.keys()
     if missing:
-        raise ShardError(f"{SHARDS}: realisations {_ranges(missing)} of {study.name} are in no "
-                         f"shard ({study.realisations} = {study.realisation_count(cfg)}); "
+        raise ShardError(f"{SHARDS}: no shard holds realisations {_ranges(missing)} of "
+                         f"{study.name} ({study.realisations} = {study.realisation_count(cfg)}); "
                          "snapshot the missing shards first")
     return holders
 

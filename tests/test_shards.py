@@ -1,0 +1,147 @@
+"""Shards: a run cut into ranges of realisations (config key ``shard``), each run and snapshotted
+on its own, merged into one snapshot with the whole run's tables."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from tests.workflow_runs import TINY, TINY_ALL, copy_env, repo_copy, snakemake_in
+from workflow_lib.claims import rounded
+from workflow_lib.config import ConfigError, load_config
+from workflow_lib.pages import read_claims
+from workflow_lib.registry import studies
+from workflow_lib.shard_snapshots import merge_shards
+from workflow_lib.shards import ShardError, realisations
+
+# measured durations: the only columns in which a shard's tables may differ from the whole run's
+TIMES = ("seconds", "wall_seconds", "steps_per_second")
+SHARDED = [study for study in studies() if study.realisations]
+
+
+def _docs(wd: Path, *args: str) -> subprocess.CompletedProcess:
+    """``python -m workflow_lib docs --preset tiny --docs docs ARGS`` in the workflow copy."""
+    cmd = [sys.executable, "-m", "workflow_lib", "docs", "--preset", "tiny", "--docs", "docs",
+           *args]
+    return subprocess.run(cmd, cwd=wd, env=copy_env(wd), capture_output=True, text=True,
+                          timeout=600)
+
+
+@pytest.fixture(scope="module")
+def sharded(tiny_run, tmp_path_factory) -> Path:
+    """The session's tiny run (``tiny_run``) again in two shards, realisations 0 and 1, in one
+    results folder of a fresh workflow copy: each snapshotted after it ran, then merged into
+    ``docs/results/tiny``."""
+    wd = repo_copy(tmp_path_factory.mktemp("sharded") / "wf")
+    for shard in ("0-0", "1-1"):
+        (wd / "tiny.yaml").write_text(yaml.safe_dump({**TINY_ALL, "results": "results",
+                                                      "shard": shard}))
+        run = snakemake_in(wd)
+        assert run.returncode == 0, (run.stdout + run.stderr)[-5000:]
+        snap = _docs(wd, "--results", "results", "--configfile", "tiny.yaml")
+        assert snap.returncode == 0, snap.stderr
+    merge = _docs(wd, "--merge")
+    assert merge.returncode == 0, merge.stderr
+    return wd
+
+
+def test_a_shard_runs_its_realisations_alone(sharded):
+    """Each shard holds its studies' realisations, none of another shard, and leaves out the
+    studies without one in its range (the attention paths' single realisation is in shard 0)
+    and without realisations (Omniglot)."""
+    shards = sharded / "docs" / "results" / "tiny" / "shards"
+    held = {p.name: json.loads((p / "manifest.json").read_text())["realisations"]
+            for p in shards.iterdir()}
+    assert held == {"r0": {"potts_paper": [0], "attention_hmm": [0], "proteins": [0]},
+                    "r1": {"potts_paper": [1], "proteins": [1]}}
+    data = pd.read_csv(shards / "r1" / "tables" / "potts_paper" / "data.csv")
+    assert data["realisation"].tolist() == [1]
+    assert not (shards / "r1" / "tables" / "attention_hmm").exists()
+    costs = pd.read_csv(shards / "r1" / "potts_paper-costs.csv")["job"]
+    assert "potts/r1/samples" in set(costs) and not costs.str.contains("/r0").any()
+
+
+def test_merged_shards_give_the_whole_runs_tables_and_claims(sharded, tiny_run):
+    snap = sharded / "docs" / "results" / "tiny"
+    for study in SHARDED:
+        for name in study.tables:
+            merged = pd.read_csv(snap / "tables" / study.name / f"{name}.csv")
+            whole = pd.read_csv(tiny_run / "results" / study.table_path(name))
+            times = [c for c in TIMES if c in whole]
+            pd.testing.assert_frame_equal(merged.drop(columns=times), whole.drop(columns=times),
+                                          check_exact=True, obj=f"{study.name}/{name}")
+        claims = [read_claims(p) for p in (snap / f"{study.name}-claims.csv",
+                                           tiny_run / "results" / study.claims)]
+        assert rounded(claims[0]).equals(rounded(claims[1])), study.name
+        costs = pd.read_csv(snap / f"{study.name}-costs.csv")
+        assert costs["job"].is_unique and (costs["wall_s"] > 0).all()
+    check = subprocess.run([sys.executable, "-m", "workflow_lib", "claims", str(snap), "--check"],
+                           capture_output=True, text=True, timeout=300)
+    assert check.returncode == 0, check.stdout + check.stderr
+    page = (sharded / "docs" / "results" / "potts_paper-tiny.md").read_text()
+    assert "in the shards r0, r1, merged by" in page
+    assert (snap / "figures" / "fig2a.png").stat().st_size > 1000
+
+
+def test_a_shard_of_another_config_is_refused_with_one_line(sharded, tmp_path):
+    run = tmp_path / "docs" / "results" / "tiny"
+    shutil.copytree(sharded / "docs" / "results" / "tiny", run)
+    path = run / "shards" / "r1" / "manifest.json"
+    record = json.loads(path.read_text())
+    record["config"]["training"]["epochs"] += 1
+    path.write_text(json.dumps(record))
+    before = (run / "tables" / "potts_paper" / "data.csv").read_bytes()
+    out = subprocess.run([sys.executable, "-m", "workflow_lib", "docs", "--preset", "tiny",
+                          "--merge", "--docs", str(tmp_path / "docs")],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 2
+    assert out.stderr.splitlines() == [
+        "error: shards/r1: config key training.epochs = 5 differs from shards/r0's 4; the "
+        "shards of a run share every key but shard and results"]
+    assert (run / "tables" / "potts_paper" / "data.csv").read_bytes() == before  # no write
+
+
+def test_a_realisation_in_two_shards_is_refused(sharded, tmp_path):
+    run = tmp_path / "tiny"
+    shutil.copytree(sharded / "docs" / "results" / "tiny", run)
+    shutil.copytree(run / "shards" / "r0", run / "shards" / "r0-again")
+    with pytest.raises(ShardError, match=r"^shards/r0-again: realisation 0 of potts_paper is "
+                                         r"also in shards/r0; each realisation belongs to one "
+                                         r"shard$"):
+        merge_shards(run)
+    shutil.rmtree(run / "shards" / "r1")
+    shutil.rmtree(run / "shards" / "r0-again")
+    with pytest.raises(ShardError, match=r"^shards: no shard holds realisations 1 of "
+                                         r"potts_paper \(realisations = 2\)"):
+        merge_shards(run)
+
+
+@pytest.mark.parametrize(("shard", "compute", "message"), [
+    ("0-3", {}, 'shard = "0-3": must lie within realisations 0-2, the most of any study '
+                "(realisations = 2, paths.realisations = 1, proteins.realisations = 3)"),
+    ("1-0", {}, 'shard = "1-0": FIRST must not exceed LAST'),
+    ("1-1", {"realisations_per_job": 2},
+     'shard = "1-1": compute.realisations_per_job = 2 trains realisations 0-1, 2-3, ... in one '
+     "job each; a shard must start and end on those bounds, as the whole run's jobs"),
+    ("0_1", {}, 'shard = "0_1": must be string or null matching ^[0-9]+-[0-9]+$'),
+])
+def test_a_shard_outside_the_run_is_refused_with_one_line(shard, compute, message):
+    with pytest.raises(ConfigError) as caught:
+        load_config({**TINY, "shard": shard, "compute": {**TINY["compute"], **compute}})
+    assert str(caught.value) == message
+
+
+def test_a_shard_keeps_each_studys_realisation_ids():
+    cfg = load_config({**TINY, "realisations": 6, "paths": {"realisations": 3},
+                       "compute": {"realisations_per_job": 2}, "shard": "2-5"})
+    assert {s.name: realisations(cfg, s) for s in SHARDED} == {
+        "potts_paper": [2, 3, 4, 5], "attention_hmm": [2], "proteins": [2]}
+    whole = load_config({**TINY, "realisations": 6})
+    assert realisations(whole, SHARDED[0]) == list(range(6))
