@@ -4,6 +4,7 @@ on its own, merged into one snapshot with the whole run's tables."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -13,7 +14,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from tests.workflow_runs import TINY, TINY_ALL, copy_env, repo_copy, snakemake_in
+from tests.workflow_runs import TINY, TINY_ALL, clone, copy_env, repo_copy, snakemake_in
 from workflow_lib.claims import rounded
 from workflow_lib.config import ConfigError, load_config
 from workflow_lib.pages import read_claims
@@ -26,37 +27,50 @@ TIMES = ("seconds", "wall_seconds", "steps_per_second")
 SHARDED = [study for study in studies() if study.realisations]
 
 
-def _docs(wd: Path, *args: str) -> subprocess.CompletedProcess:
-    """``python -m workflow_lib docs --preset tiny --docs docs ARGS`` in the workflow copy."""
-    cmd = [sys.executable, "-m", "workflow_lib", "docs", "--preset", "tiny", "--docs", "docs",
+def _docs(wd: Path, docs: Path, *args: str) -> subprocess.CompletedProcess:
+    """``python -m workflow_lib docs --preset tiny --docs DOCS ARGS`` in the workflow copy
+    ``wd``."""
+    cmd = [sys.executable, "-m", "workflow_lib", "docs", "--preset", "tiny", "--docs", str(docs),
            *args]
     return subprocess.run(cmd, cwd=wd, env=copy_env(wd), capture_output=True, text=True,
                           timeout=600)
 
 
+def _shard(wd: Path, shard: str, docs: Path) -> set[str]:
+    """Run shard ``shard`` of the tiny run in the workflow copy ``wd`` and snapshot it into
+    ``docs``; returns the rules that ran."""
+    (wd / "tiny.yaml").write_text(yaml.safe_dump({**TINY_ALL, "results": "results",
+                                                  "shard": shard}))
+    run = snakemake_in(wd)
+    assert run.returncode == 0, (run.stdout + run.stderr)[-5000:]
+    snap = _docs(wd, docs, "--results", "results", "--configfile", "tiny.yaml")
+    assert snap.returncode == 0, snap.stderr
+    return set(re.findall(r"^(?:local)?rule (\w+):$", run.stdout + run.stderr, re.MULTILINE))
+
+
 @pytest.fixture(scope="module")
 def sharded(tiny_run, tmp_path_factory) -> Path:
-    """The session's tiny run (``tiny_run``) again in two shards, realisations 0 and 1, in one
-    results folder of a fresh workflow copy: each snapshotted after it ran, then merged into
-    ``docs/results/tiny``."""
-    wd = repo_copy(tmp_path_factory.mktemp("sharded") / "wf")
-    for shard in ("0-0", "1-1"):
-        (wd / "tiny.yaml").write_text(yaml.safe_dump({**TINY_ALL, "results": "results",
-                                                      "shard": shard}))
-        run = snakemake_in(wd)
-        assert run.returncode == 0, (run.stdout + run.stderr)[-5000:]
-        snap = _docs(wd, "--results", "results", "--configfile", "tiny.yaml")
-        assert snap.returncode == 0, snap.stderr
-    merge = _docs(wd, "--merge")
+    """The docs folder of the session's tiny run (``tiny_run``) in two shards, realisations 0
+    and 1, each snapshotted after it ran, then merged into ``results/tiny``. Shard 0 runs in a
+    copy of the whole run, where Snakemake finds every job of realisation 0 finished, its config
+    slice and code unchanged: only the tables that lose realisation 1 and the manifest are
+    rebuilt. Shard 1 runs from scratch in a fresh workflow copy."""
+    root = tmp_path_factory.mktemp("sharded")
+    docs = root / "docs"
+    ran = _shard(clone(tiny_run, root / "whole"), "0-0", docs)
+    assert ran == {"aggregate", "protein_tables", "manifest", "all"}, ran
+    fresh = repo_copy(root / "fresh")
+    _shard(fresh, "1-1", docs)
+    merge = _docs(fresh, docs, "--merge")
     assert merge.returncode == 0, merge.stderr
-    return wd
+    return docs
 
 
 def test_a_shard_runs_its_realisations_alone(sharded):
     """Each shard holds its studies' realisations, none of another shard, and leaves out the
     studies without one in its range (the attention paths' single realisation is in shard 0)
     and without realisations (Omniglot)."""
-    shards = sharded / "docs" / "results" / "tiny" / "shards"
+    shards = sharded / "results" / "tiny" / "shards"
     held = {p.name: json.loads((p / "manifest.json").read_text())["realisations"]
             for p in shards.iterdir()}
     assert held == {"r0": {"potts_paper": [0], "attention_hmm": [0], "proteins": [0]},
@@ -69,7 +83,7 @@ def test_a_shard_runs_its_realisations_alone(sharded):
 
 
 def test_merged_shards_give_the_whole_runs_tables_and_claims(sharded, tiny_run):
-    snap = sharded / "docs" / "results" / "tiny"
+    snap = sharded / "results" / "tiny"
     for study in SHARDED:
         for name in study.tables:
             merged = pd.read_csv(snap / "tables" / study.name / f"{name}.csv")
@@ -85,14 +99,14 @@ def test_merged_shards_give_the_whole_runs_tables_and_claims(sharded, tiny_run):
     check = subprocess.run([sys.executable, "-m", "workflow_lib", "claims", str(snap), "--check"],
                            capture_output=True, text=True, timeout=300)
     assert check.returncode == 0, check.stdout + check.stderr
-    page = (sharded / "docs" / "results" / "potts_paper-tiny.md").read_text()
+    page = (sharded / "results" / "potts_paper-tiny.md").read_text()
     assert "in the shards r0, r1, merged by" in page
     assert (snap / "figures" / "fig2a.png").stat().st_size > 1000
 
 
 def test_a_shard_of_another_config_is_refused_with_one_line(sharded, tmp_path):
     run = tmp_path / "docs" / "results" / "tiny"
-    shutil.copytree(sharded / "docs" / "results" / "tiny", run)
+    shutil.copytree(sharded / "results" / "tiny", run)
     path = run / "shards" / "r1" / "manifest.json"
     record = json.loads(path.read_text())
     record["config"]["training"]["epochs"] += 1
@@ -110,7 +124,7 @@ def test_a_shard_of_another_config_is_refused_with_one_line(sharded, tmp_path):
 
 def test_a_realisation_in_two_shards_is_refused(sharded, tmp_path):
     run = tmp_path / "tiny"
-    shutil.copytree(sharded / "docs" / "results" / "tiny", run)
+    shutil.copytree(sharded / "results" / "tiny", run)
     shutil.copytree(run / "shards" / "r0", run / "shards" / "r0-again")
     with pytest.raises(ShardError, match=r"^shards/r0-again: realisation 0 of potts_paper is "
                                          r"also in shards/r0; each realisation belongs to one "
