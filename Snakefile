@@ -29,7 +29,7 @@ if SHARD:
     TARGETS = {name: study_tables(name) if targets and realisations(CFG, STUDY[name]) else []
                for name, targets in TARGETS.items()}
 RUN_STUDIES = [name for name, targets in TARGETS.items() if targets]
-MANIFEST = f"{RESULTS}/manifest.json"
+MANIFEST = f"{RESULTS}/{MANIFEST_FILE}"
 REPORT_PAGE = f"{RESULTS}/report.rst"
 
 
@@ -59,7 +59,7 @@ rule report_page:
 
 
 rule manifest:
-    """What the run is: its shard, config, realisations and code (workflow_lib.shard_snapshots)."""
+    """What the run is: its shard, config, realisations and code (workflow_lib.run_manifest)."""
     input:
         [study_tables(name) for name in RUN_STUDIES],
     output:

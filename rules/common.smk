@@ -17,7 +17,7 @@ import sys
 from workflow_lib.code_digest import stage_digest
 from workflow_lib.config import ConfigError, digest, load_config
 from workflow_lib.registry import rules as registered_rules, stage_code, studies
-from workflow_lib.shards import realisations
+from workflow_lib.shards import MANIFEST as MANIFEST_FILE, realisations
 
 try:
     CFG = load_config(config)

@@ -50,7 +50,7 @@ def test_every_registered_rule_states_its_directives():
         for directive in ("log:", "benchmark:", "params:", "threads:", "resources:", "conda:",
                           "shell:"):
             assert directive in block, (name, directive)
-        assert f'stage_params("{name}")' in block or name not in stated, name
+        assert f'stage_params("{name}"' in block or name not in stated, name
         assert ("localrule: True" in block) == entry.local, name
 
 

@@ -12,6 +12,7 @@ claims tables, figures and measured job costs (Snakemake's benchmarks) into
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -120,12 +121,17 @@ REALISATION_IN_PATH = r"(?<![^/])r(\d+)(?:-(\d+))?(?![^/])"
 """A realisation (``r3``) or a chunk of realisations (``r0-9``) as one part of a job's path."""
 
 
-def realisations_in(jobs: pd.Series) -> int:
-    """How many realisations the job paths ``jobs`` name (``r3``, or ``r0-9`` for ten)."""
+def job_realisations(job: str) -> set[int]:
+    """The realisations a job's path names (``r3``, or ``r0-9`` for ten)."""
     found: set[int] = set()
-    for first, last in jobs.str.extractall(REALISATION_IN_PATH).itertuples(index=False):
-        found |= set(range(int(first), int(last if isinstance(last, str) else first) + 1))
-    return len(found)
+    for m in re.finditer(REALISATION_IN_PATH, job):
+        found |= set(range(int(m[1]), int(m[2] or m[1]) + 1))
+    return found
+
+
+def realisations_in(jobs: pd.Series) -> int:
+    """How many realisations the job paths ``jobs`` name (``job_realisations``)."""
+    return len(set().union(*map(job_realisations, jobs)))
 
 
 def cost_by_kind(costs: pd.DataFrame) -> pd.DataFrame:

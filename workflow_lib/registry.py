@@ -218,7 +218,7 @@ def _manifest_params(cfg: Config, wildcards: Wildcards) -> dict[str, Any]:
 # run's manifest (what a snapshot of it records).
 SHARED = (Rule("report_page", "workflow_lib.pages:report_page", _study_texts, constant(10),
                constant(2000), local=True),
-          Rule("manifest", "workflow_lib.shard_snapshots:manifest", _manifest_params,
+          Rule("manifest", "workflow_lib.run_manifest:manifest", _manifest_params,
                constant(10), constant(2000), local=True))
 
 

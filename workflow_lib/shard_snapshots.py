@@ -1,21 +1,16 @@
-"""The records of shards (``workflow_lib.shards``): a run's manifest, a shard's snapshot, and the
-merge of a run's shard snapshots into its snapshot.
+"""The snapshots of shards (``workflow_lib.shards``): a shard's snapshot, and the merge of a
+run's shard snapshots into its snapshot.
 
-The rule ``manifest`` writes ``RESULTS/manifest.json`` after the tables of every study of a run
-(``manifest``): its shard (null for a whole run), its config without ``shards.RUN_KEYS`` and that
-config's digest, each study's realisations, the code digest of every rule of each study's science
-(``Study.science``, ``workflow_lib.code_digest``), the backend of the jobs marked for a GPU and
-the host that ran the workflow.
-
-``python -m workflow_lib docs --preset NAME --results RESULTS`` on the results of a shard writes
-the shard's snapshot ``docs/results/NAME/shards/<label>/`` (``snapshot_shard``): the manifest with
-the config files and targets the command names, each study's per-realisation and shared tables
-under ``tables/<study>/`` and the measured costs of the shard's jobs (``<study>-costs.csv``).
+``python -m workflow_lib docs --preset NAME --results RESULTS`` on the results of a shard (its
+manifest, ``workflow_lib.run_manifest``, names one) writes the shard's snapshot
+``docs/results/NAME/shards/<label>/`` (``snapshot_shard``): the manifest with the config files
+and targets the command names, each study's per-realisation and shared tables under
+``tables/<study>/`` and the measured costs of the shard's jobs (``<study>-costs.csv``).
 ``python -m workflow_lib docs --preset NAME --merge`` merges a run's shard snapshots into its
-snapshot ``docs/results/NAME/`` (``merge_shards``), each study of them as
-``pages.snapshot`` writes it from a whole run: per-realisation tables concatenated and sorted by
-realisation, shared tables taken once, summaries and claims recomputed, figures redrawn from the
-tables, job costs summed over the shards.
+snapshot ``docs/results/NAME/`` (``merge_shards``), each study of them as ``pages.snapshot``
+writes it from a whole run: per-realisation tables concatenated and sorted by realisation,
+shared tables taken once, summaries and claims recomputed, figures redrawn from the tables, job
+costs summed over the shards.
 """
 
 from __future__ import annotations
@@ -24,8 +19,6 @@ import inspect
 import io
 import json
 import os
-import platform
-import re
 import shutil
 from collections.abc import Iterable
 from pathlib import Path
@@ -34,13 +27,10 @@ from typing import Any
 import pandas as pd
 
 from workflow_lib.artefacts import atomic_path, write_csv
-from workflow_lib.code_digest import stage_digest
-from workflow_lib.config import digest
-from workflow_lib.pages import REALISATION_IN_PATH, job_costs, recompute_claims
-from workflow_lib.registry import Job, Panel, Study, chunk_label, resolve, studies
-from workflow_lib.shards import REALISATION, ShardError, finish_tables
+from workflow_lib.pages import job_costs, job_realisations, recompute_claims
+from workflow_lib.registry import Panel, Study, resolve, studies
+from workflow_lib.shards import MANIFEST, REALISATION, ShardError, finish_tables, label, parse
 
-MANIFEST = "manifest.json"  # in a results folder and in a shard's snapshot
 SHARDS = "shards"  # the folder of a run's shard snapshots, in its snapshot
 
 
@@ -49,36 +39,11 @@ def _write_json(path: Path, record: dict[str, Any]) -> None:
         tmp.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
 
 
-def manifest(job: Job) -> None:
-    """Stage ``manifest``: the run's manifest (JSON) after the tables of its studies: its shard,
-    config and realisations (the params), the config's digest, the code digest of each rule of
-    every study's science, the backend of the jobs marked for a GPU and the host."""
-    by_name = {study.name: study for study in studies()}
-    params = job.params
-    code = {name: {rule.name: stage_digest(rule.stage) for rule in by_name[name].science()}
-            for name in params["realisations"]}
-    _write_json(Path(job.output["manifest"]), {
-        **params, "config_digest": digest(params["config"]), "code": code,
-        "backend": "gpu" if params["config"]["compute"]["gpu"] else "cpu",
-        "host": {"name": platform.node(), "cpus": os.cpu_count(),
-                 "system": platform.platform()}})
-
-
 def read_manifest(results: Path) -> dict[str, Any] | None:
-    """The manifest of the run in ``results``, or None (a run from before manifests)."""
+    """The manifest of the run in ``results`` (``workflow_lib.run_manifest``), or None (a run
+    from before manifests)."""
     path = results / MANIFEST
     return json.loads(path.read_text()) if path.is_file() else None
-
-
-def _first(shard: str) -> int:
-    """The first realisation of shard ``FIRST-LAST``."""
-    return int(shard.split("-")[0])
-
-
-def _label(shard: str) -> str:
-    """The snapshot folder of shard ``FIRST-LAST``: ``rFIRST-LAST`` (``registry.chunk_label``)."""
-    first, last = (int(part) for part in shard.split("-"))
-    return chunk_label(list(range(first, last + 1)))
 
 
 def _ranges(ids: Iterable[int]) -> str:
@@ -92,43 +57,28 @@ def _ranges(ids: Iterable[int]) -> str:
     return ", ".join(f"{run[0]}-{run[-1]}" if len(run) > 1 else f"{run[0]}" for run in runs)
 
 
-def _job_realisations(job: str) -> set[int]:
-    """The realisations a job's path names (``r3``, or ``r0-9`` for a chunk)."""
-    found: set[int] = set()
-    for m in re.finditer(REALISATION_IN_PATH, job):
-        found |= set(range(int(m[1]), int(m[2] or m[1]) + 1))
-    return found
-
-
 def shard_costs(costs: pd.DataFrame, study: Study, ids: Iterable[int]) -> pd.DataFrame:
     """The rows of ``costs`` (``pages.job_costs``) of the jobs a shard of ``study`` over
     realisations ``ids`` runs: those of its realisations and those of none, but the study's
     figures and claims (a shard has neither)."""
     claims = study.claims.rsplit(".", 1)[0]
-    keep = [job != claims and not job.startswith("figures/") and _job_realisations(job) <= set(ids)
+    keep = [job != claims and not job.startswith("figures/") and job_realisations(job) <= set(ids)
             for job in costs["job"]]
     return costs[keep].reset_index(drop=True)
 
 
-def _check_finished(results: Path, names: Iterable[str]) -> None:
-    """Raise ``ShardError`` unless the manifest in ``results`` is newer than the tables of the
-    studies ``names`` (a run that rebuilt tables without its default target has a stale one)."""
-    written = (results / MANIFEST).stat().st_mtime
-    by_name = {study.name: study for study in studies()}
-    for name in names:
-        for table in by_name[name].tables:
-            path = results / by_name[name].table_path(table)
-            if path.stat().st_mtime > written:
-                raise ShardError(f"{path} is newer than {results / MANIFEST}: run the shard's "
-                                 "default target to the end before its snapshot")
-
-
-def _check_realisations(results: Path, study: Study, ids: list[int]) -> None:
-    """Raise ``ShardError`` unless ``study``'s per-realisation tables in ``results`` hold the
-    realisations ``ids`` of its manifest, and no other."""
-    found: set[int] = set()
-    for name in study.realisation_tables():
-        found |= set(pd.read_csv(results / study.table_path(name))[REALISATION].astype(int))
+def _check_finished(results: Path, study: Study, ids: list[int]) -> None:
+    """Raise ``ShardError`` unless ``study``'s tables in ``results`` are older than the run's
+    manifest (a run that rebuilt tables without its default target has a stale one) and its
+    per-realisation tables hold the realisations ``ids`` of the manifest, and no other."""
+    written, found = (results / MANIFEST).stat().st_mtime, set()
+    for name in study.tables:
+        path = results / study.table_path(name)
+        if not path.is_file() or path.stat().st_mtime > written:
+            raise ShardError(f"{path} is missing or newer than {results / MANIFEST}: run the "
+                             "shard's default target to the end before its snapshot")
+        if name in study.realisation_tables():
+            found |= set(pd.read_csv(path)[REALISATION].astype(int))
     if found != set(ids):
         raise ShardError(f"{results}: the tables of {study.name} hold realisations "
                          f"{_ranges(found) or 'none'}, its manifest {_ranges(ids)}; run the "
@@ -152,14 +102,14 @@ def snapshot_shard(results: Path, run: Path, record: dict[str, Any], source: dic
     ``only`` when given), its per-realisation and shared tables under ``tables/<study>/`` and its
     jobs' measured costs (``shard_costs``) as ``<study>-costs.csv``; returns its folder."""
     names = [name for name in record["realisations"] if not only or name in only]
-    _check_finished(results, names)
     by_name = {study.name: study for study in studies()}
-    dest = run / SHARDS / _label(record["shard"])
+    for name in names:
+        _check_finished(results, by_name[name], record["realisations"][name])
+    dest = run / SHARDS / label(record["shard"])
     build = dest.with_name(f".{dest.name}.tmp-{os.getpid()}")
     shutil.rmtree(build, ignore_errors=True)
     for name in names:
         study, ids = by_name[name], record["realisations"][name]
-        _check_realisations(results, study, ids)
         tables = build / "tables" / name
         tables.mkdir(parents=True)
         for table in (*study.realisation_tables(), *study.shared_tables):
@@ -197,7 +147,7 @@ def _shard_records(run: Path) -> list[tuple[str, Path, dict[str, Any]]]:
                          f"workflow_lib docs --preset {run.name} --results RESULTS after each "
                          "shard")
     records = [(f"{SHARDS}/{p.name}", p, json.loads((p / MANIFEST).read_text())) for p in folders]
-    return sorted(records, key=lambda each: (_first(each[2]["shard"]), each[0]))
+    return sorted(records, key=lambda each: (parse(each[2]["shard"])[0], each[0]))
 
 
 def _check_alike(records: list[tuple[str, Path, dict[str, Any]]]) -> None:
@@ -343,6 +293,6 @@ def merge_shards(run: Path, only: tuple[str, ...] = ()) -> list[str]:
         _redraw(run, study, cfg)
         first = holders[0][2]
         _write_json(run / f"{study.name}-source.json", {
-            **first["source"], "shards": [_label(record["shard"]) for _, _, record in holders],
+            **first["source"], "shards": [label(record["shard"]) for _, _, record in holders],
             "config_digest": first["config_digest"], "code": first["code"][study.name]})
     return [study.name for study, *_ in merged]

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 REALISATION = "realisation"  # the column of a per-realisation table
+MANIFEST = "manifest.json"  # a run's manifest in its results folder (workflow_lib.run_manifest)
 RUN_KEYS = ("shard", "results")  # config keys that change no number: not in a shard's digest
 
 
@@ -37,22 +38,21 @@ class ShardError(ValueError):
     """Shards cannot be snapshotted or merged as asked; the message is one line for the user."""
 
 
-def shard_range(cfg: Config) -> range | None:
-    """The realisation ids of ``cfg``'s shard (``range(FIRST, LAST + 1)``), or None for a whole
-    run."""
-    if cfg["shard"] is None:
-        return None
-    first, last = (int(part) for part in cfg["shard"].split("-"))
+def parse(shard: str) -> range:
+    """The realisation ids of shard ``FIRST-LAST``: ``range(FIRST, LAST + 1)``."""
+    first, last = (int(part) for part in shard.split("-"))
     return range(first, last + 1)
 
 
-def shard_label(cfg: Config) -> str:
-    """The name of ``cfg``'s shard, ``r0-4`` (``r3`` for one realisation), as the chunks'
-    (``registry.chunk_label``)."""
-    ids = shard_range(cfg)
-    if ids is None:
-        raise ValueError("a whole run has no shard label")
-    return chunk_label(list(ids))
+def label(shard: str) -> str:
+    """The name of shard ``FIRST-LAST``: ``rFIRST-LAST`` (``rFIRST`` for one realisation), as
+    the chunks' (``registry.chunk_label``)."""
+    return chunk_label(list(parse(shard)))
+
+
+def shard_range(cfg: Config) -> range | None:
+    """The realisation ids of ``cfg``'s shard, or None for a whole run."""
+    return None if cfg["shard"] is None else parse(cfg["shard"])
 
 
 def realisations(cfg: Config, study: Study) -> list[int]:
@@ -60,12 +60,6 @@ def realisations(cfg: Config, study: Study) -> list[int]:
     those in its shard (none for a study without realisations in a shard)."""
     ids = shard_range(cfg)
     return [r for r in range(study.realisation_count(cfg)) if ids is None or r in ids]
-
-
-def run_config(cfg: Config) -> dict[str, Any]:
-    """``cfg`` without the keys that change no number (``RUN_KEYS``): what the shards of one run
-    share."""
-    return {key: value for key, value in cfg.items() if key not in RUN_KEYS}
 
 
 def check(cfg: Config) -> None:
@@ -111,9 +105,10 @@ def finish_tables(study: Study, tables: Mapping[str, pd.DataFrame]) -> dict[str,
 
 
 def manifest_params(cfg: Config, names: list[str]) -> dict[str, Any]:
-    """The config slice of the run's manifest (``shard_snapshots.manifest``) over studies
+    """The config slice of the run's manifest (``workflow_lib.run_manifest``) over studies
     ``names``: the shard (None for a whole run), the config without ``RUN_KEYS`` and each study's
     realisations in the run."""
     by_name = {study.name: study for study in studies()}
-    return {"shard": cfg["shard"], "config": run_config(cfg),
+    config = {key: value for key, value in cfg.items() if key not in RUN_KEYS}
+    return {"shard": cfg["shard"], "config": config,
             "realisations": {name: realisations(cfg, by_name[name]) for name in names}}

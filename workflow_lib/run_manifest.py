@@ -1,0 +1,35 @@
+"""Stage ``manifest``: what a run is, written after the tables of its studies.
+
+``RESULTS/manifest.json`` holds the run's shard (null for a whole run; ``workflow_lib.shards``),
+its config without ``shards.RUN_KEYS`` and that config's digest, each study's realisations in the
+run, the code digest of every rule of each study's science (``Study.science``;
+``workflow_lib.code_digest``), the backend of the jobs marked for a GPU and the host that ran the
+workflow. A snapshot of the run reads it (``workflow_lib.shard_snapshots``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+
+from workflow_lib.artefacts import atomic_path
+from workflow_lib.code_digest import stage_digest
+from workflow_lib.config import digest
+from workflow_lib.registry import Job, studies
+
+
+def manifest(job: Job) -> None:
+    """The run's manifest (JSON) after the tables of its studies: its shard, config and
+    realisations (the params), the config's digest, the code digest of each rule of every
+    study's science, the backend of the jobs marked for a GPU and the host."""
+    by_name = {study.name: study for study in studies()}
+    params = job.params
+    code = {name: {rule.name: stage_digest(rule.stage) for rule in by_name[name].science()}
+            for name in params["realisations"]}
+    record = {**params, "config_digest": digest(params["config"]), "code": code,
+              "backend": "gpu" if params["config"]["compute"]["gpu"] else "cpu",
+              "host": {"name": platform.node(), "cpus": os.cpu_count(),
+                       "system": platform.platform()}}
+    with atomic_path(job.output["manifest"]) as tmp:
+        tmp.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
