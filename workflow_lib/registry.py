@@ -185,7 +185,9 @@ class Study:
     def realisation_tables(self) -> tuple[str, ...]:
         """Its tables with one row per realisation and more (neither shared nor summaries;
         none for a study without realisations)."""
-        return tuple(name for name in self.tables if self.realisations
+        if not self.realisations:
+            return ()
+        return tuple(name for name in self.tables
                      if name not in self.shared_tables and name not in self.summaries)
 
     def science(self) -> tuple[Rule, ...]:
