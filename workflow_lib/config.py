@@ -96,7 +96,7 @@ def constraints(node: dict, literal: Callable[[str], str] = str) -> list[str]:
         out.append("one of " + ", ".join(literal(json.dumps(v)) for v in node["enum"]))
     out += [f"{op} {node[k]}" for k, op in _BOUNDS if k in node]
     if "multipleOf" in node:
-        out.append(f"a multiple of {node['multipleOf']}")
+        out.append(f"multiple of {node['multipleOf']}")
     if "minLength" in node:
         out.append(f"at least {node['minLength']} character(s)")
     if "pattern" in node:

@@ -276,10 +276,10 @@ def write_docs(docs: Path, preset: str | None = None, results: Path | None = Non
     """Snapshot the run in ``results`` (if given) as ``preset`` and write its results pages,
     then the index, the configuration reference, the criteria of the claims
     (``criteria_page``), the tables of preset values in ``PRESET_PAGES``, the claims tests'
-    calibration table and (in a
-    source tree, from the parsed workflow) the stage tables in ``pipeline.md`` and (in a source
-    tree, from the benchmarks' CSV files) the performance page under ``docs``; ``only``:
-    snapshot just these studies (a run of one study's target); returns the pages written."""
+    calibration table and (in a source tree, from the parsed workflow) the stage tables in
+    ``pipeline.md`` and (in a source tree, from the benchmarks' CSV files) the performance page
+    under ``docs``; ``only``: snapshot just these studies (a run of one study's target);
+    returns the pages written."""
     root = docs / "results"
     written = []
     for study in studies() if preset else ():
