@@ -32,7 +32,8 @@ def test_index_and_configuration_are_regenerated_unchanged(tmp_path):
     shutil.copytree(ROOT / "docs", docs)
     for snap in SNAPSHOTS:
         write_docs(docs, snap.name)
-    for name in ("results/README.md", "configuration.md", "performance.md", "pipeline.md"):
+    for name in ("results/README.md", "configuration.md", "performance.md", "pipeline.md",
+                 "usage.md", "proteins.md"):
         assert (docs / name).read_text() == (ROOT / "docs" / name).read_text(), name
 
 

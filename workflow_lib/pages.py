@@ -1,6 +1,6 @@
-"""Pages written from a run's outputs: the results pages under ``docs/results/`` and the front
-page of the Snakemake report. Every number on them is read from a claims table or another table
-the workflow wrote; nothing is typed.
+"""Pages written from a run's outputs: the results pages under ``docs/results/`` (the report's
+front page is ``front_page``'s). Every number on them is read from a claims table or another
+table the workflow wrote; nothing is typed.
 
 ``python -m workflow_lib docs --preset NAME [--results DIR --config FILE ...]`` copies a run's
 claims tables, figures and measured job costs (Snakemake's benchmarks) into
@@ -17,14 +17,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from workflow_lib.artefacts import atomic_path
 from workflow_lib.calibration import power_markdown, power_table
 from workflow_lib.claims import CHECK, CLAIM, VERDICTS
 from workflow_lib.config import load_schema
 from workflow_lib.criteria_page import criteria_page
 from workflow_lib.performance import BENCHMARKS_DIR, performance_page
+from workflow_lib.presets import preset_configs, with_preset_tables
 from workflow_lib.reference import configuration_page
-from workflow_lib.registry import Job, Study, studies
+from workflow_lib.registry import Study, studies
 from workflow_lib.stage_tables import SNAKEFILE, with_stage_tables
 
 
@@ -267,14 +267,19 @@ def index_page(root: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+PRESET_PAGES = ("usage.md", "proteins.md")
+"""The pages under ``docs`` with tables of preset values (``presets.with_preset_tables``)."""
+
+
 def write_docs(docs: Path, preset: str | None = None, results: Path | None = None,
                source: dict | None = None, only: tuple[str, ...] = ()) -> list[Path]:
     """Snapshot the run in ``results`` (if given) as ``preset`` and write its results pages,
     then the index, the configuration reference, the criteria of the claims
-    (``criteria_page``), the claims tests' calibration table and (in a
-    source tree, from the parsed workflow) the stage tables in ``pipeline.md`` and (in a source
-    tree, from the benchmarks' CSV files) the performance page under ``docs``; ``only``:
-    snapshot just these studies (a run of one study's target); returns the pages written."""
+    (``criteria_page``), the tables of preset values in ``PRESET_PAGES``, the claims tests'
+    calibration table and (in a source tree, from the parsed workflow) the stage tables in
+    ``pipeline.md`` and (in a source tree, from the benchmarks' CSV files) the performance page
+    under ``docs``; ``only``: snapshot just these studies (a run of one study's target);
+    returns the pages written."""
     root = docs / "results"
     written = []
     for study in studies() if preset else ():
@@ -286,9 +291,13 @@ def write_docs(docs: Path, preset: str | None = None, results: Path | None = Non
             page.write_text(results_page(snap, study, preset))
             written.append(page)
     root.mkdir(parents=True, exist_ok=True)
+    presets = preset_configs()
     pages = {root / "README.md": index_page(root),
-             docs / "configuration.md": configuration_page(load_schema()),
+             docs / "configuration.md": configuration_page(load_schema(), presets),
              docs / "criteria.md": criteria_page()}
+    for name in PRESET_PAGES:
+        if (docs / name).exists():
+            pages[docs / name] = with_preset_tables((docs / name).read_text(), presets)
     if (docs / "pipeline.md").exists():
         page = with_power_table((docs / "pipeline.md").read_text())
         pages[docs / "pipeline.md"] = with_stage_tables(page) if SNAKEFILE.exists() else page
@@ -310,40 +319,3 @@ def with_power_table(page: str) -> str:
     tail = rest.split(POWER_END, 1)[1]
     table = power_markdown(power_table())
     return f"{head}{POWER_BEGIN}\n{table}\n{POWER_END}{tail}"
-
-
-def _rst(text: str) -> str:
-    """``text`` with reStructuredText's inline markup characters escaped."""
-    for char in "\\|*`_":
-        text = text.replace(char, "\\" + char)
-    return text
-
-
-def front_page(claims: dict[str, str], texts: dict[str, list[str]]) -> str:
-    """The reStructuredText front page of the Snakemake report: every study's claims table
-    (``claims``: study name -> path of its claims CSV; ``texts``: study name -> its title and
-    citation), inside a Jinja raw block (Snakemake renders the page as a template)."""
-    heading = "What self-attention learns from masked language modelling"
-    lines = ["{% raw %}", heading, "=" * len(heading), "",
-             "Each claim of the papers and each check of the protocol, measured by this run. "
-             "A verdict follows from the pre-registered test its row names: a claim holds when "
-             "its one-sided p is below 0.05 and does not hold when the opposite side's is.", ""]
-    for name, path in claims.items():
-        table = read_claims(path)
-        title, paper = texts[name]
-        title = f"{title}: {verdict_counts(table)}"
-        lines += [title, "-" * len(title), "", f"*{_rst(paper)}.*", "",
-                  ".. list-table::", "   :header-rows: 1", ""]
-        rows = [[*(_rst(c) for c in claim_cells(r)[:-1]), f"**{r['verdict']}**"]
-                for _, r in table.iterrows()]
-        for cells in [HEADER, *rows]:
-            lines.append(f"   * - {cells[0]}")
-            lines += [f"     - {cell}" if cell else "     -" for cell in cells[1:]]
-        lines.append("")
-    return "\n".join([*lines, "{% endraw %}"])
-
-
-def report_page(job: Job) -> None:
-    """Stage ``report_page``: the report's front page from every study's claims table."""
-    with atomic_path(job.output["page"]) as tmp:
-        Path(tmp).write_text(front_page(dict(job.input), job.params))

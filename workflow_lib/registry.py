@@ -173,7 +173,7 @@ def _study_texts(cfg: Config, wildcards: Wildcards) -> dict[str, Any]:
 
 
 # Rules of no single study: the report's front page from every study's claims table.
-SHARED = (Rule("report_page", "workflow_lib.pages:report_page", _study_texts, constant(10),
+SHARED = (Rule("report_page", "workflow_lib.front_page:report_page", _study_texts, constant(10),
                constant(2000), local=True),)
 
 
