@@ -7,7 +7,7 @@
 
 The rules live in rules/, one file per study, and read each study's registry
 (workflow_lib/studies/<study>/registry.py); rules/common.smk validates the config and holds the
-helpers they share.
+helpers they share, among them the rules that end every study (its tables, claims and figures).
 """
 
 

@@ -253,6 +253,15 @@ def test_criteria_are_read_from_a_module_and_tables_compare_at_stated_digits():
     assert not c.rounded(a).equals(c.rounded(a.assign(measured=0.1234)))
 
 
+def test_a_given_beta_has_no_distance_check_and_it_gates_nothing():
+    tables = _potts_tables([0.001, 0.002, 0.0015])
+    tables["data"]["target_hamming"] = np.nan  # potts.beta given: no target distance
+    table = potts_claims(tables).set_index("id")
+    assert "data.hamming" not in table.index
+    assert table.loc["fig2b.copy", "verdict"] == c.HOLDS and table.loc["fig2b.copy", "gates"] == ""
+    assert table.loc["fig2a.optimal", "gates"] == "data.held_out"
+
+
 def test_the_polish_checks_appear_only_where_a_polish_ran():
     tables = _potts_tables([0.001, 0.002, 0.0015])
     tables["training_final"]["polished"] = False

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from workflow_lib.claims import COLUMNS
 from workflow_lib.config import DESCRIBED, constraints, load_schema, read_config_files
+from workflow_lib.pages import with_claims_columns
 from workflow_lib.presets import NOT_SET, QUICK, preset_configs, preset_files
 from workflow_lib.reference import (
     LEAVES_OPEN,
@@ -70,6 +72,18 @@ def test_stage_tables_are_current_and_have_every_rule():
     for study in studies():
         for rule in study.rules:
             assert re.search(rf"^\| `{rule.name}` \| `[^|]+` \|", tables, re.MULTILINE), rule.name
+
+
+def test_claims_columns_are_current_and_each_has_its_meaning():
+    """docs/pipeline.md lists the columns every claims table has as ``claims.COLUMNS`` gives
+    them, and its table of their meanings names each of them once."""
+    page = (ROOT / "docs" / "pipeline.md").read_text(encoding="utf-8")
+    assert with_claims_columns(page) == page, (
+        "docs/pipeline.md's claims columns are out of date; regenerate them with: "
+        "python -m workflow_lib docs")
+    meanings = page.split("| column | meaning |", 1)[1].split("\n\n", 1)[0]
+    named = [c.strip() for line in meanings.splitlines()[2:] for c in line.split("|")[1].split(",")]
+    assert sorted(named) == sorted(COLUMNS)
 
 
 def test_configuration_page_lists_every_key():

@@ -471,12 +471,20 @@ def consistency_claims(curve: pd.DataFrame) -> list[dict]:
                  gates=DATA_GATES)]
 
 
+def _without_gate(row: dict, gate: str) -> dict:
+    return {**row, "gates": ";".join(g for g in row["gates"].split(";") if g and g != gate)}
+
+
 def potts_claims(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
-    """The claims table of the study from its tables (``registry.STUDY.tables``)."""
+    """The claims table of the study from its tables (``registry.STUDY.tables``). A given beta
+    (``potts.beta``) has no target distance: ``data.hamming`` is then not measured and gates
+    nothing."""
     final, plm, curve = tables["training_final"], tables["plm"], tables["sample_complexity"]
     rows = [*training_claims(final, tables["training_history"], plm, tables["data"]),
             *interpolation_claims(final), *identity_claims(final, plm),
             *replica_claims(tables["replica"]),
             *sample_complexity_claims(curve, tables["sample_complexity_threshold"]),
             *consistency_claims(curve), *data_checks(tables["data"])]
+    if not any(r["id"] == "data.hamming" for r in rows):
+        rows = [_without_gate(r, "data.hamming") for r in rows]
     return c.table(rows)
