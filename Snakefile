@@ -8,7 +8,7 @@
 
 The rules live in rules/, one file per study, and read each study's registry
 (workflow_lib/studies/<study>/registry.py); rules/common.smk validates the config and holds the
-helpers they share.
+helpers they share, among them the rules that end every study (its tables, claims and figures).
 """
 
 
@@ -26,7 +26,8 @@ include: "rules/proteins.smk"
 # claims, figures or report: those need every realisation (workflow_lib.shards)
 SHARD = CFG["shard"] is not None
 if SHARD:
-    TARGETS = {name: study_tables(name) if targets and realisations(CFG, STUDY[name]) else []
+    TARGETS = {name: list(table_files(name, STUDY[name].tables).values())
+               if targets and realisations(CFG, STUDY[name]) else []
                for name, targets in TARGETS.items()}
 RUN_STUDIES = [name for name, targets in TARGETS.items() if targets]
 MANIFEST = f"{RESULTS}/{MANIFEST_FILE}"
@@ -61,7 +62,7 @@ rule report_page:
 rule manifest:
     """What the run is: its shard, config, realisations and code (workflow_lib.run_manifest)."""
     input:
-        [study_tables(name) for name in RUN_STUDIES],
+        [table_files(name, STUDY[name].tables).values() for name in RUN_STUDIES],
     output:
         manifest=MANIFEST,
     log:

@@ -71,75 +71,17 @@ rule paths_sample:
         STAGE
 
 
-rule paths_tables:
-    input:
-        theory=expand(
-            f"{RESULTS}/paths/r{{r}}/{{experiment}}/theory.h5",
-            r=PATHS_REALISATIONS, experiment=PATHS_EXPERIMENTS,
-        ),
-        samples=expand(
-            f"{RESULTS}/paths/r{{r}}/{{experiment}}/samples_N{{N}}.h5",
-            r=PATHS_REALISATIONS, experiment=PATHS_EXPERIMENTS, N=PATHS["sample_widths"],
-        ),
-    output:
-        **{name: f"{RESULTS}/paths/tables/{name}.csv" for name in HMM.tables},
-    log:
-        f"{LOGS}/paths/tables/{HMM.tables[0]}.log",
-    benchmark:
-        f"{BENCHMARKS}/paths/tables/{HMM.tables[0]}.tsv"
-    localrule: True
-    params:
-        **stage_params("paths_tables"),
-    threads: threads("paths_tables")
-    resources:
-        **resources("paths_tables"),
-    conda:
-        ENV
-    shell:
-        STAGE
-
-
-rule paths_claims:
-    input:
-        **{name: f"{RESULTS}/paths/tables/{name}.csv" for name in HMM.tables},
-    output:
-        claims=f"{RESULTS}/{HMM.claims}",
-    log:
-        f"{LOGS}/{stem(HMM.claims)}.log",
-    benchmark:
-        f"{BENCHMARKS}/{stem(HMM.claims)}.tsv"
-    localrule: True
-    params:
-        **stage_params("paths_claims"),
-    threads: threads("paths_claims")
-    resources:
-        **resources("paths_claims"),
-    conda:
-        ENV
-    shell:
-        STAGE
-
-
-rule paths_figure:
-    input:
-        unpack(panel_inputs("attention_hmm", f"{RESULTS}/paths/tables")),
-    output:
-        png=report(f"{RESULTS}/figures/{{panel}}.png", caption=CAPTION, category=HMM.title),
-        pdf=f"{RESULTS}/figures/{{panel}}.pdf",
-    log:
-        f"{LOGS}/figures/{{panel}}.log",
-    benchmark:
-        f"{BENCHMARKS}/figures/{{panel}}.tsv"
-    wildcard_constraints:
-        panel=panel_pattern("attention_hmm"),
-    localrule: True
-    params:
-        **stage_params("paths_figure"),
-        caption=caption("attention_hmm"),
-    threads: threads("paths_figure")
-    resources:
-        **resources("paths_figure"),
-    conda:
-        ENV
-    shell:
-        STAGE
+# The study's tables, claims table and figures (rules/common.smk)
+study_tables(
+    "paths_tables",
+    theory=expand(
+        f"{RESULTS}/paths/r{{r}}/{{experiment}}/theory.h5",
+        r=PATHS_REALISATIONS, experiment=PATHS_EXPERIMENTS,
+    ),
+    samples=expand(
+        f"{RESULTS}/paths/r{{r}}/{{experiment}}/samples_N{{N}}.h5",
+        r=PATHS_REALISATIONS, experiment=PATHS_EXPERIMENTS, N=PATHS["sample_widths"],
+    ),
+)
+study_claims("attention_hmm")
+study_figure("attention_hmm")

@@ -9,6 +9,10 @@
 #         **resources("train"),       runtime, mem_mb (growing with the attempt), gpu
 #     shell:
 #         STAGE                       python -m workflow_lib stage {params.stage} ...
+#
+# The rules that end every study are written once, here, and defined by one call in its rules
+# file: study_tables (its tables from its artefacts), study_claims (its claims table from its
+# tables) and study_figure (its panels).
 import functools
 import json
 import os
@@ -16,7 +20,8 @@ import sys
 
 from workflow_lib.code_digest import stage_digest
 from workflow_lib.config import ConfigError, digest, load_config
-from workflow_lib.registry import rules as registered_rules, stage_code, studies
+from workflow_lib.registry import CLAIMS_STAGE, FIGURE_STAGE, owner, stage_code, studies
+from workflow_lib.registry import rules as registered_rules
 from workflow_lib.shards import MANIFEST as MANIFEST_FILE, realisations
 
 try:
@@ -137,20 +142,115 @@ def panel_pattern(study):
     return "|".join(panels(study)) or "(?!)"
 
 
-def panel_inputs(study, tables, **extra):
+def panel_inputs(study, **extra):
     """The input function of study ``study``'s figure rule: the tables the panel is drawn from
-    (``<tables>/<name>.csv`` by name) and, for a panel named in ``extra``, its files too."""
+    (``Study.table_path``, by name) and, for a panel named in ``extra``, its files too."""
 
     def files(wildcards):
         panel = STUDY[study].panel(wildcards.panel)
-        return {t: f"{tables}/{t}.csv" for t in panel.tables} | extra.get(wildcards.panel, {})
+        return table_files(study, panel.tables) | extra.get(wildcards.panel, {})
 
     return files
 
 
-def study_tables(study):
-    """The table files of study ``study`` (``Study.tables``)."""
-    return [f"{RESULTS}/{STUDY[study].table_path(name)}" for name in STUDY[study].tables]
+def table_files(study, names):
+    """Table name -> its path (``Study.table_path``) for the tables ``names`` of study ``study``."""
+    return {name: f"{RESULTS}/{STUDY[study].table_path(name)}" for name in names}
+
+
+def study_tables(name, **inputs):
+    """Rule ``name`` of a study's registry: the study's tables (``Study.tables``) from the files
+    ``inputs`` (by name), on the submitting host; its log and benchmark are named after its first
+    table."""
+    study = owner(name)
+    first = stem(study.table_path(study.tables[0]))
+
+    rule:
+        name:
+            name
+        input:
+            **inputs,
+        output:
+            **table_files(study.name, study.tables),
+        log:
+            f"{LOGS}/{first}.log",
+        benchmark:
+            f"{BENCHMARKS}/{first}.tsv"
+        localrule: True
+        params:
+            **stage_params(name),
+        threads: threads(name)
+        resources:
+            **resources(name),
+        conda:
+            ENV
+        shell:
+            STAGE
+
+
+def study_claims(study):
+    """The claims table (``Study.claims``) of study ``study`` from its tables, by the rule its
+    registry makes with ``claims_rule``, on the submitting host; its log and benchmark are named
+    after the claims table."""
+    name = STUDY[study].rule_running(CLAIMS_STAGE).name
+    claims = STUDY[study].claims
+
+    rule:
+        name:
+            name
+        input:
+            **table_files(study, STUDY[study].tables),
+        output:
+            claims=f"{RESULTS}/{claims}",
+        log:
+            f"{LOGS}/{stem(claims)}.log",
+        benchmark:
+            f"{BENCHMARKS}/{stem(claims)}.tsv"
+        localrule: True
+        params:
+            **stage_params(name),
+        threads: threads(name)
+        resources:
+            **resources(name),
+        conda:
+            ENV
+        shell:
+            STAGE
+
+
+def study_figure(study, **extra):
+    """The panels of study ``study`` that the config has, PNG and PDF, each from its tables and,
+    for a panel named in ``extra`` (panel -> name -> files), those files too, by the rule its
+    registry makes with ``figure_rule``, on the submitting host, in the report under the study's
+    title."""
+    name = STUDY[study].rule_running(FIGURE_STAGE).name
+
+    rule:
+        name:
+            name
+        input:
+            unpack(panel_inputs(study, **extra)),
+        output:
+            png=report(f"{RESULTS}/figures/{{panel}}.png", caption=CAPTION,
+                       category=STUDY[study].title),
+            pdf=f"{RESULTS}/figures/{{panel}}.pdf",
+        log:
+            f"{LOGS}/figures/{{panel}}.log",
+        benchmark:
+            f"{BENCHMARKS}/figures/{{panel}}.tsv"
+        wildcard_constraints:
+            panel=panel_pattern(study),
+        localrule: True
+        params:
+            **stage_params(name),
+            caption=caption(study),
+        threads: threads(name)
+        resources:
+            **resources(name),
+        conda:
+            ENV
+        shell:
+            STAGE
 
 
 def stem(path):

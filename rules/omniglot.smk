@@ -1,14 +1,14 @@
 # Attention paths on one-shot Omniglot (the paper's Fig. 3): the artefact rules follow the
-# registry's FLOW (rule -> artefacts read, artefact written), then tables and figures. Config
-# slices, threads, resources, captions: workflow_lib/studies/omniglot/registry.py.
+# registry's FLOW (rule -> artefacts read, artefact written), then tables, claims and figures.
+# Config slices, threads, resources, captions: workflow_lib/studies/omniglot/registry.py.
 
 from workflow_lib.studies.omniglot.registry import FLOW
 
 OMNIGLOT = STUDY["omniglot"]
 OMNI = CFG["omniglot"]
 OMNI_DIR = f"{RESULTS}/omniglot"
-OMNI_FIGURES = figures("omniglot")
-TARGETS["omniglot"] = OMNI_FIGURES if OMNI["enabled"] else []  # in the default target
+OMNI_TARGETS = [*figures("omniglot"), f"{RESULTS}/{OMNIGLOT.claims}"]
+TARGETS["omniglot"] = OMNI_TARGETS if OMNI["enabled"] else []  # in the default target
 OMNI_FILES = {name: f"{OMNI_DIR}/{name}.h5" for _, name in FLOW.values()}
 if OMNI["model_file"]:  # a shipped trained model replaces omniglot_train
     OMNI_FILES["model"] = from_workflow(OMNI["model_file"])
@@ -17,10 +17,10 @@ ARCHIVES = {k: from_workflow(os.path.join(OMNI["data_dir"], OMNI[k]))
 
 
 rule omniglot:
-    """Every Omniglot figure, whether or not ``omniglot.enabled`` puts them in the default
-    target."""
+    """The Omniglot study's figures and claims, whether or not ``omniglot.enabled`` puts them in
+    the default target."""
     input:
-        OMNI_FIGURES,
+        OMNI_TARGETS,
 
 
 for name, (reads, writes) in FLOW.items():
@@ -47,50 +47,13 @@ for name, (reads, writes) in FLOW.items():
             STAGE
 
 
-rule omniglot_tables:
-    input:
-        model=OMNI_FILES["model"],
-        theory=OMNI_FILES["theory"],
-        pruning=OMNI_FILES["pruning"],
-        samples=[OMNI_FILES["samples"]] if OMNI["sample_width"] else [],
-    output:
-        **{name: f"{OMNI_DIR}/tables/{name}.csv" for name in OMNIGLOT.tables},
-    log:
-        f"{LOGS}/omniglot/tables/{OMNIGLOT.tables[0]}.log",
-    benchmark:
-        f"{BENCHMARKS}/omniglot/tables/{OMNIGLOT.tables[0]}.tsv"
-    localrule: True
-    params:
-        **stage_params("omniglot_tables"),
-    threads: threads("omniglot_tables")
-    resources:
-        **resources("omniglot_tables"),
-    conda:
-        ENV
-    shell:
-        STAGE
-
-
-rule omniglot_figure:
-    input:
-        unpack(panel_inputs("omniglot", f"{OMNI_DIR}/tables")),
-    output:
-        png=report(f"{RESULTS}/figures/{{panel}}.png", caption=CAPTION, category=OMNIGLOT.title),
-        pdf=f"{RESULTS}/figures/{{panel}}.pdf",
-    log:
-        f"{LOGS}/figures/{{panel}}.log",
-    benchmark:
-        f"{BENCHMARKS}/figures/{{panel}}.tsv"
-    wildcard_constraints:
-        panel=panel_pattern("omniglot"),
-    localrule: True
-    params:
-        **stage_params("omniglot_figure"),
-        caption=caption("omniglot"),
-    threads: threads("omniglot_figure")
-    resources:
-        **resources("omniglot_figure"),
-    conda:
-        ENV
-    shell:
-        STAGE
+# The study's tables, claims table and figures (rules/common.smk)
+study_tables(
+    "omniglot_tables",
+    model=OMNI_FILES["model"],
+    theory=OMNI_FILES["theory"],
+    pruning=OMNI_FILES["pruning"],
+    samples=[OMNI_FILES["samples"]] if OMNI["sample_width"] else [],
+)
+study_claims("omniglot")
+study_figure("omniglot")

@@ -158,75 +158,17 @@ rule replica_sims:
         STAGE
 
 
-rule aggregate:
-    input:
-        samples=expand(f"{RESULTS}/potts/r{{r}}/samples.h5", r=REALISATIONS),
-        train=expand(f"{RESULTS}/train/{{arch}}/r{{r}}.h5", arch=ARCHS, r=REALISATIONS),
-        plm=expand(f"{RESULTS}/plm/{{kind}}/r{{r}}.h5", kind=CFG["plm"]["kinds"], r=REALISATIONS),
-        sample_complexity=expand(f"{RESULTS}/sample_complexity/r{{r}}.h5", r=REALISATIONS),
-        theory=rules.replica_theory.output.theory,
-        simulations=rules.replica_sims.output.simulations,
-    output:
-        **{name: f"{RESULTS}/tables/{name}.csv" for name in POTTS.tables},
-    log:
-        f"{LOGS}/tables/{POTTS.tables[0]}.log",
-    benchmark:
-        f"{BENCHMARKS}/tables/{POTTS.tables[0]}.tsv"
-    localrule: True
-    params:
-        **stage_params("aggregate"),
-    threads: threads("aggregate")
-    resources:
-        **resources("aggregate"),
-    conda:
-        ENV
-    shell:
-        STAGE
-
-
-rule claims:
-    input:
-        **{name: f"{RESULTS}/tables/{name}.csv" for name in POTTS.tables},
-    output:
-        claims=f"{RESULTS}/{POTTS.claims}",
-    log:
-        f"{LOGS}/{stem(POTTS.claims)}.log",
-    benchmark:
-        f"{BENCHMARKS}/{stem(POTTS.claims)}.tsv"
-    localrule: True
-    params:
-        **stage_params("claims"),
-    threads: threads("claims")
-    resources:
-        **resources("claims"),
-    conda:
-        ENV
-    shell:
-        STAGE
-
-
-rule figure:
-    input:
-        # Fig. 2b also draws the trained models of realisation 0
-        unpack(panel_inputs("potts_paper", f"{RESULTS}/tables", fig2b={
-            "models": [f"{RESULTS}/train/{a}/r0.h5" for a in FIG2B if a in ARCHS]})),
-    output:
-        png=report(f"{RESULTS}/figures/{{panel}}.png", caption=CAPTION, category=POTTS.title),
-        pdf=f"{RESULTS}/figures/{{panel}}.pdf",
-    log:
-        f"{LOGS}/figures/{{panel}}.log",
-    benchmark:
-        f"{BENCHMARKS}/figures/{{panel}}.tsv"
-    wildcard_constraints:
-        panel=panel_pattern("potts_paper"),
-    localrule: True
-    params:
-        **stage_params("figure"),
-        caption=caption("potts_paper"),
-    threads: threads("figure")
-    resources:
-        **resources("figure"),
-    conda:
-        ENV
-    shell:
-        STAGE
+# The study's tables, claims table and figures (rules/common.smk)
+study_tables(
+    "aggregate",
+    samples=expand(f"{RESULTS}/potts/r{{r}}/samples.h5", r=REALISATIONS),
+    train=expand(f"{RESULTS}/train/{{arch}}/r{{r}}.h5", arch=ARCHS, r=REALISATIONS),
+    plm=expand(f"{RESULTS}/plm/{{kind}}/r{{r}}.h5", kind=CFG["plm"]["kinds"], r=REALISATIONS),
+    sample_complexity=expand(f"{RESULTS}/sample_complexity/r{{r}}.h5", r=REALISATIONS),
+    theory=rules.replica_theory.output.theory,
+    simulations=rules.replica_sims.output.simulations,
+)
+study_claims("potts_paper")
+# Fig. 2b also draws the trained models of realisation 0
+study_figure("potts_paper",
+             fig2b={"models": [f"{RESULTS}/train/{a}/r0.h5" for a in FIG2B if a in ARCHS]})

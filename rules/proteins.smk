@@ -75,70 +75,12 @@ rule protein_fit:
         STAGE
 
 
-rule protein_tables:
-    input:
-        data=expand(f"{PROT_DIR}/{{family}}/data.h5", family=PROT_FAMILIES),
-        fits=expand(f"{PROT_DIR}/{{family}}/r{{r}}/{{model}}.h5", family=PROT_FAMILIES,
-                    r=realisations(CFG, PROTEINS), model=PROT_MODELS),
-    output:
-        **{name: f"{PROT_DIR}/tables/{name}.csv" for name in PROTEINS.tables},
-    log:
-        f"{LOGS}/proteins/tables/{PROTEINS.tables[0]}.log",
-    benchmark:
-        f"{BENCHMARKS}/proteins/tables/{PROTEINS.tables[0]}.tsv"
-    localrule: True
-    params:
-        **stage_params("protein_tables"),
-    threads: threads("protein_tables")
-    resources:
-        **resources("protein_tables"),
-    conda:
-        ENV
-    shell:
-        STAGE
-
-
-rule protein_claims:
-    input:
-        **{name: f"{PROT_DIR}/tables/{name}.csv" for name in PROTEINS.tables},
-    output:
-        claims=f"{RESULTS}/{PROTEINS.claims}",
-    log:
-        f"{LOGS}/{stem(PROTEINS.claims)}.log",
-    benchmark:
-        f"{BENCHMARKS}/{stem(PROTEINS.claims)}.tsv"
-    localrule: True
-    params:
-        **stage_params("protein_claims"),
-    threads: threads("protein_claims")
-    resources:
-        **resources("protein_claims"),
-    conda:
-        ENV
-    shell:
-        STAGE
-
-
-rule protein_figure:
-    input:
-        unpack(panel_inputs("proteins", f"{PROT_DIR}/tables")),
-    output:
-        png=report(f"{RESULTS}/figures/{{panel}}.png", caption=CAPTION, category=PROTEINS.title),
-        pdf=f"{RESULTS}/figures/{{panel}}.pdf",
-    log:
-        f"{LOGS}/figures/{{panel}}.log",
-    benchmark:
-        f"{BENCHMARKS}/figures/{{panel}}.tsv"
-    wildcard_constraints:
-        panel=panel_pattern("proteins"),
-    localrule: True
-    params:
-        **stage_params("protein_figure"),
-        caption=caption("proteins"),
-    threads: threads("protein_figure")
-    resources:
-        **resources("protein_figure"),
-    conda:
-        ENV
-    shell:
-        STAGE
+# The study's tables, claims table and figures (rules/common.smk)
+study_tables(
+    "protein_tables",
+    data=expand(f"{PROT_DIR}/{{family}}/data.h5", family=PROT_FAMILIES),
+    fits=expand(f"{PROT_DIR}/{{family}}/r{{r}}/{{model}}.h5", family=PROT_FAMILIES,
+                r=realisations(CFG, PROTEINS), model=PROT_MODELS),
+)
+study_claims("proteins")
+study_figure("proteins")

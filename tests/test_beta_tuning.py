@@ -37,6 +37,22 @@ def test_tuned_data_hit_the_target_within_tolerance(protocol, candidates):
 
 
 @pytest.mark.slow
+def test_a_given_beta_is_the_first_production_round_of_the_tuned_route():
+    """Given and tuned beta take one route: the data set at a given beta is, to the last bit,
+    the tuned route's first production attempt at that beta with the same key."""
+    J, U = model.draw_couplings(jax.random.key(1), 6, 3, "gaussian")
+    cfg = SAMPLING | {"protocol": "single_chain"}
+    tuned, _, attempts = verified_sampling.sample_to_target(
+        jax.random.key(9), J, U, None, cfg, TUNING | {"tolerance": 1.0, "rounds": 1})
+    given, tuning, (attempt,) = verified_sampling.sample_to_target(
+        jax.random.key(9), J, U, tuned.beta, cfg, TUNING)
+    assert tuning is None and (attempt.beta, attempt.round) == (tuned.beta, 0)
+    np.testing.assert_array_equal(given.train, tuned.train)
+    np.testing.assert_array_equal(given.test, tuned.test)
+    assert given.mean_hamming == tuned.mean_hamming == attempts[0].hamming
+
+
+@pytest.mark.slow
 def test_a_miss_after_the_last_round_raises_one_line():
     J, U = model.draw_couplings(jax.random.key(1), 8, 4, "gaussian")
     cfg = SAMPLING | {"protocol": "single_chain"}

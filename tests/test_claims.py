@@ -131,7 +131,8 @@ def _potts_tables(excess: list[float], n_real: int = 3) -> dict[str, pd.DataFram
                       "sigma2": 0.5}),
         pd.DataFrame({"lambda": 1e-4, "alpha": alphas[::4], "source": "simulation",
                       "eps": eps[::4], "z": np.tile([0.5, -0.5, 1.0], 5), "sem": 1e-3,
-                      "n": 30}),
+                      "n": 30, "M": 10 * alphas[::4], "sigma2": 0.5, "p": 9.0,
+                      "train_eps": np.where(10 * alphas[::4] < 9, 1e-5, 0.3)}),
     ])
     loss = {2: 2.0, 10: 2.4, 20: 3.0, 40: 1.5, 80: 0.8, 160: 0.6}
     curve = pd.DataFrame([{"realisation": k, "M": m, "alpha": m / 10, "L": 10.0, "C": 5.0,
@@ -155,7 +156,8 @@ POTTS_ROWS = ("fig2a.optimal", "polish.optimal", "fit.floor", "fig2b.copy",
               "fig2a.faster_vanilla3", "fig2a.order_3_layers", "fig2a.order_1_layer",
               "fig2d.a0_best", "fig2d.trend", "eq5.exact_map", "identity.mlm_plm",
               "polish.identity",
-              "fig3_left.theory", "fig3_left.peak", "fig3_left.no_initial_decay",
+              "fig3_left.theory", "fig3_left.interpolates", "fig3_left.peak",
+              "fig3_left.no_initial_decay",
               "fig3_left.falls", "fig3_left.tail", "fig3_right.rise", "fig3_right.fall",
               "fig3_right.location", "fig3_right.no_initial_decay", "fig3_right.threshold",
               "plm.consistency", "data.hamming", "data.distinct", "data.held_out")
@@ -173,6 +175,9 @@ def test_potts_claims_hold_on_a_clean_run_and_a_doctored_table_turns_them():
     assert _verdicts(doctored)["fig2a.optimal"] == c.FAILS
     doctored["data"]["distinct_fraction"] = [0.99, 0.2, 0.99]  # one glassy data set
     assert _verdicts(doctored)["data.distinct"] == c.FAILS
+    sims = doctored["replica"]["source"] == "simulation"
+    doctored["replica"].loc[sims, "train_eps"] = 0.3  # residuals below the threshold too
+    assert _verdicts(doctored)["fig3_left.interpolates"] == c.FAILS
 
 
 def test_a_data_set_without_held_out_sequences_gates_the_claims_on_test_losses():
@@ -246,6 +251,15 @@ def test_criteria_are_read_from_a_module_and_tables_compare_at_stated_digits():
     b = a.assign(measured=0.12345678907)  # a summation order's last digits
     assert c.rounded(a).equals(c.rounded(b))
     assert not c.rounded(a).equals(c.rounded(a.assign(measured=0.1234)))
+
+
+def test_a_given_beta_has_no_distance_check_and_it_gates_nothing():
+    tables = _potts_tables([0.001, 0.002, 0.0015])
+    tables["data"]["target_hamming"] = np.nan  # potts.beta given: no target distance
+    table = potts_claims(tables).set_index("id")
+    assert "data.hamming" not in table.index
+    assert table.loc["fig2b.copy", "verdict"] == c.HOLDS and table.loc["fig2b.copy", "gates"] == ""
+    assert table.loc["fig2a.optimal", "gates"] == "data.held_out"
 
 
 def test_the_polish_checks_appear_only_where_a_polish_ran():

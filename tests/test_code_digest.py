@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from workflow_lib import code_digest
+from workflow_lib.registry import CLAIMS_STAGE, stage_code, stages, studies
 from workflow_lib.registry import panel as registry_panel
-from workflow_lib.registry import stage_code, stages, studies
 
 STAGES = stages()
 
@@ -85,6 +85,16 @@ def test_a_figure_jobs_code_is_its_panels(panel):
                 for r in study.rules if r.stage == "workflow_lib.figures:figure")
     targets = stage_code(rule, {"panel": panel})
     assert targets == ("workflow_lib.figures:figure", registry_panel(panel).draw)
+
+
+@pytest.mark.parametrize("study", studies(), ids=lambda study: study.name)
+def test_a_claims_jobs_code_is_its_studys_claims(study):
+    """Each study's claims rule runs the one claims stage, and a claims job's code is the
+    stage's and its study's claims function's (its claims module in the digest)."""
+    targets = stage_code(study.rule_running(CLAIMS_STAGE).name, {})
+    assert targets == (CLAIMS_STAGE, study.claims_of)
+    files = {f for target in targets for f in code_digest.stage_files(target)}
+    assert code_digest.ROOT / "studies" / study.name / "claims.py" in files
 
 def test_digest_of_a_function_leaves_out_its_module_neighbours():
     """``couplings`` and ``sample`` share a module; only ``sample`` runs the Gibbs sampler."""

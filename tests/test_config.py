@@ -12,6 +12,7 @@ from workflow_lib.config import (
     read_config_file,
     read_config_files,
 )
+from workflow_lib.presets import preset_files
 from workflow_lib.proteins.alignment import check_families
 
 
@@ -21,12 +22,13 @@ def test_defaults_are_filled():
     assert cfg["sampling"]["protocol"] == "single_chain"
 
 
-@pytest.mark.parametrize("path", ["config.yaml", "config/paper.yaml",
-                                  "config/proteins_pf13354.yaml", "config/gpu.yaml",
-                                  "config/proteins.yaml", "config/proteins_families.yaml"])
-def test_presets_are_valid(path):
-    cfg = read_config_file(ROOT / path)
+@pytest.mark.parametrize("files", preset_files().values(), ids=preset_files().keys())
+def test_presets_are_valid(files):
+    """Every preset, merged as ``--configfile`` merges it over config.yaml, and every preset file
+    alone."""
+    cfg = read_config_files(files)
     assert check_families(cfg["proteins"]["families"], ROOT) == []  # every file opens and parses
+    read_config_file(files[-1])
 
 
 def test_the_families_preset_pairs_six_families_or_more():
@@ -70,6 +72,8 @@ def test_protein_presets_set_every_protein_key(path):
         ({"potts": {"beta": -0.5}}, "potts.beta = -0.5: must be number or null >= 0"),
         ({"sampling": {"n_train": 0}}, "sampling.n_train = 0: must be integer >= 1"),
         ({"sampling": {"protocol": "parallel"}}, 'must be one of "single_chain"'),
+        ({"compute": {"gpu_model": "a 100"}},
+         'compute.gpu_model = "a 100": must be string or null matching ^[A-Za-z0-9_.]+$'),
         ({"training": {"architectures": ["gpt"]}}, 'training.architectures.0 = "gpt"'),
         ({"potts": {"Lx": 3}}, "unknown key potts.Lx; allowed keys here: C, L, U, beta"),
         ({"sead": 1}, "unknown key sead"),

@@ -207,3 +207,16 @@ def test_theory_matches_simulation(L, lam, alphas):
     np.testing.assert_array_equal(sim["M"], np.rint(np.array(alphas) * L).astype(int))
     theory = generalisation_curve(task, sim["M"] / task.p, lam)
     assert np.all(np.abs(sim["mean"] - theory) <= 2 * sim["sem"])
+
+
+def test_training_error_vanishes_below_the_threshold_and_is_least_squares_beyond(task):
+    """At lambda = 0 the minimum-norm fit goes through every training point for M < p; for
+    M > p the mean least-squares residual is sigma2 (1 - p / M) (its expectation)."""
+    L = task.L
+    sim = simulate_ridge(task, np.array([0.5, 4.0]), 0.0, 200, np.random.default_rng(2))
+    M = sim["M"]
+    assert M[0] < task.p < M[1]
+    assert sim["train_mean"][0] < 1e-12 * task.sigma2
+    expected = task.sigma2 * (1 - task.p / M[1])
+    assert sim["train_mean"][1] == pytest.approx(expected, rel=0.05)
+    assert L == task.p + 1

@@ -1,6 +1,7 @@
 """The rules as a Snakemake reader finds them: one file per study in ``rules/``, included by
 plain paths, lint-clean, each rule stating its own directives (nothing changes a rule after
-parsing), the local rules those the registries name."""
+parsing; the rules that end every study are stated once, by the helpers of ``rules/common.smk``),
+each registered rule parsed with its stage, and the local rules those the registries name."""
 
 from __future__ import annotations
 
@@ -8,10 +9,22 @@ import re
 import subprocess
 import sys
 
+import pytest
 import yaml
 
 from tests.conftest import ROOT
-from workflow_lib.registry import STUDY_NAMES, chunk_label, chunk_rule, chunks, registered, rules
+from workflow_lib.registry import (
+    CLAIMS_STAGE,
+    FIGURE_STAGE,
+    STUDY_NAMES,
+    chunk_label,
+    chunk_rule,
+    chunks,
+    registered,
+    rules,
+    studies,
+)
+from workflow_lib.stage_tables import parsed_workflow
 
 RULE_FILES = [ROOT / "Snakefile", *sorted((ROOT / "rules").glob("*.smk"))]
 
@@ -35,23 +48,53 @@ def test_no_rule_is_rewritten_after_parsing():
         assert not internals.search(path.read_text()), path
 
 
-def test_every_registered_rule_states_its_directives():
-    """Each registered rule's own text has its log, benchmark, params, threads, resources and
-    software environment, runs its stage, and is a local rule when its registry entry says so."""
+@pytest.fixture(scope="module")
+def parsed() -> dict:
+    """Each rule of the workflow parsed with its default config: name -> (its stage param, log,
+    benchmark, software environment, shell command, local)."""
+    with parsed_workflow() as workflow:
+        return {rule.name: (rule.params.get("stage"), list(rule.log), rule.benchmark,
+                            rule.conda_env, rule.shellcmd, rule.name in workflow._localrules)
+                for rule in workflow.rules}
+
+
+def test_every_rule_states_its_directives():
+    """Each rule that runs a stage, written out (``rule NAME:``) or in a loop or helper
+    (``rule:``), has in its own text its log, benchmark, params, threads, resources and software
+    environment."""
     text = "\n".join(path.read_text() for path in RULE_FILES)
-    blocks = re.split(r"\n(?=rule |    rule:)", text)
-    stated = {}
+    blocks = [b for b in re.split(r"\n(?=rule |\s+rule:)", text) if "STAGE\n" in b]
+    assert len(blocks) == sum(1 for _ in re.finditer(r"^\s+STAGE$", text, re.MULTILINE))
     for block in blocks:
-        m = re.match(r'rule (\w+):|    rule:\n\s+name:\n\s+(\w+)', block)
-        if m:
-            stated[m.group(1) or m.group(2)] = block
-    for name, entry in rules().items():
-        block = stated.get(name) or stated["name"]  # Omniglot's FLOW loop names its rules `name`
-        for directive in ("log:", "benchmark:", "params:", "threads:", "resources:", "conda:",
-                          "shell:"):
-            assert directive in block, (name, directive)
-        assert f'stage_params("{name}"' in block or name not in stated, name
-        assert ("localrule: True" in block) == entry.local, name
+        for directive in ("log:", "benchmark:", "params:", "**stage_params(", "threads:",
+                          "resources:", "conda:", "shell:"):
+            assert directive in block, (block[:80], directive)
+
+
+def test_every_registered_rule_runs_its_stage(parsed):
+    """Every registered rule is parsed (a chunked one as its chunks' rules), each runs the stage
+    of its name with its log, benchmark and software environment, and is a local rule exactly
+    when its registry entry says so."""
+    entries = rules()
+    assert {registered(name) for name, each in parsed.items() if each[0]} == set(entries)
+    for name, (stage, log, benchmark, env, shell, local) in parsed.items():
+        if stage is None:  # a target rule: no job of its own
+            continue
+        assert stage == registered(name), name
+        assert log and benchmark and env.endswith("envs/workflow_lib.yaml"), name
+        assert shell.startswith("python -m workflow_lib stage {params.stage}"), name
+        assert local == entries[stage].local, name
+
+
+def test_the_rules_ending_every_study_are_written_once():
+    """Each study's claims rule and figure rule are defined by the helpers of rules/common.smk,
+    and no study's rules file writes them out."""
+    for study in studies():
+        text = (ROOT / "rules" / f"{study.name}.smk").read_text()
+        assert f'study_claims("{study.name}")' in text, study.name
+        assert f'study_figure("{study.name}"' in text, study.name
+        for stage in (CLAIMS_STAGE, FIGURE_STAGE):
+            assert f"rule {study.rule_running(stage).name}:" not in text, (study.name, stage)
 
 
 def test_lint_is_clean():

@@ -14,7 +14,7 @@ import copy
 import functools
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -80,42 +80,62 @@ def _fill_defaults(schema: dict, instance: dict) -> None:
             _fill_defaults(sub, instance[key])
 
 
-def _allowed(schema: dict) -> str:
-    """What a schema node allows, in words."""
-    if "enum" in schema:
-        return "one of " + ", ".join(json.dumps(v) for v in schema["enum"])
-    types = schema.get("type", "value")
+_BOUNDS = (("minimum", ">="), ("exclusiveMinimum", ">"), ("maximum", "<="),
+           ("exclusiveMaximum", "<"))  # fmt: skip
+DESCRIBED = ("enum", *(key for key, _ in _BOUNDS), "multipleOf", "minLength", "pattern",
+             "minItems", "maxItems", "uniqueItems")
+"""The schema keywords that ``constraints`` puts in words."""
+
+
+def constraints(node: dict, literal: Callable[[str], str] = str) -> list[str]:
+    """The constraints of the schema ``node`` (not its type, not those of its items) in words,
+    one per keyword of ``DESCRIBED`` it has; ``literal`` marks up literal text (an enum member
+    as JSON, a pattern), e.g. as a Markdown code span."""
+    out = []
+    if "enum" in node:
+        out.append("one of " + ", ".join(literal(json.dumps(v)) for v in node["enum"]))
+    out += [f"{op} {node[k]}" for k, op in _BOUNDS if k in node]
+    if "multipleOf" in node:
+        out.append(f"multiple of {node['multipleOf']}")
+    if "minLength" in node:
+        out.append(f"at least {node['minLength']} character(s)")
+    if "pattern" in node:
+        out.append(f"matching {literal(node['pattern'])}")
+    if "minItems" in node:
+        out.append(f"at least {node['minItems']} item(s)")
+    if "maxItems" in node:
+        out.append(f"at most {node['maxItems']} item(s)")
+    if node.get("uniqueItems"):
+        out.append("unique items")
+    return out
+
+
+def allowed(node: dict) -> str:
+    """What the schema ``node`` allows, in words: its type and ``constraints`` (an enum alone
+    for an enum), as a config error states it."""
+    words = constraints(node)
+    if "enum" in node:
+        return " and ".join(words)
+    types = node.get("type", "value")
     types = " or ".join(types) if isinstance(types, list) else types
-    bounds = [
-        f"{op} {schema[k]}"
-        for k, op in (("minimum", ">="), ("exclusiveMinimum", ">"), ("maximum", "<="),
-                      ("exclusiveMaximum", "<"))
-        if k in schema
-    ]
-    if "minItems" in schema:
-        bounds.append(f"at least {schema['minItems']} item(s)")
-    if "minLength" in schema:
-        bounds.append(f"at least {schema['minLength']} character(s)")
-    if "pattern" in schema:
-        bounds.append(f"matching {schema['pattern']}")
-    return types + (" " + " and ".join(bounds) if bounds else "")
+    return " ".join([types, " and ".join(words)]) if words else types
 
 
 def _describe(error: jsonschema.ValidationError) -> str:
     key = ".".join(str(p) for p in error.absolute_path) or "<top level>"
     if error.validator == "additionalProperties":
-        allowed = sorted(error.schema.get("properties", {}))
-        unknown = sorted(set(error.instance) - set(allowed))
+        known = sorted(error.schema.get("properties", {}))
+        unknown = sorted(set(error.instance) - set(known))
         where = key + "." if error.absolute_path else ""
         return (f"unknown key {', '.join(where + u for u in unknown)}; "
-                f"allowed keys here: {', '.join(allowed)}")
+                f"allowed keys here: {', '.join(known)}")
     value = json.dumps(error.instance) if not isinstance(error.instance, dict) else "{...}"
     if error.validator == "required":
         missing = ", ".join(sorted(set(error.validator_value) - set(error.instance)))
         return f"{key}: missing key {missing} (required: {', '.join(error.validator_value)})"
     if error.validator == "uniqueItems":
         return f"{key} = {value}: items must be unique"
-    text = f"{key} = {value}: must be {_allowed(error.schema)}"
+    text = f"{key} = {value}: must be {allowed(error.schema)}"
     if error.validator == "type" and isinstance(error.instance, str) and len(error.path) > 1:
         # Snakemake's --config KEY={...} reads the values inside the mapping as text
         text += (" (a value nested in --config KEY={...} arrives as text: set it in a YAML file "

@@ -4,8 +4,8 @@ Each ``benchmarks/bench_*.py`` script appends one row per measured configuration
 ``benchmarks/results/<script name>.csv`` (``benchmarks/record.py``): its own columns, the command
 that ran it and the host columns. ``performance_page(Path("benchmarks/results"))`` is the text of
 ``docs/performance.md``: per benchmark, the first paragraph of the script's docstring, the
-command and the rows of the file's latest run. ``REGENERATE`` is the command that rewrites the
-page.
+command and the rows of the file's latest run; ``reference.REGENERATE`` rewrites it with the
+other generated pages.
 """
 
 from __future__ import annotations
@@ -15,10 +15,11 @@ import csv
 import re
 from pathlib import Path
 
+from workflow_lib.reference import REGENERATE
+
 BENCHMARKS_DIR = Path(__file__).resolve().parents[1] / "benchmarks"
 HOST_COLUMNS = ("host_cpu", "cpus", "backend", "device", "jax_version", "commit", "date")
 NO_FIGURES = "No figures recorded yet: run the command above."
-REGENERATE = ".venv/bin/python -m workflow_lib docs"
 _NUMBER = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^nan$")
 
 

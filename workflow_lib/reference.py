@@ -1,44 +1,41 @@
-"""Reference documentation: the configuration page generated from the config schema, and a check
-of the relative links in the Markdown documentation.
+"""Reference documentation: the configuration page generated from the config schema and the
+presets, and a check of the relative links in the Markdown documentation.
 
-``configuration_page(load_schema())`` is the text of ``docs/configuration.md``; ``REGENERATE``
-is the command that rewrites that file.
+``configuration_page(load_schema(), preset_configs())`` is the text of ``docs/configuration.md``;
+``REGENERATE`` is the command that rewrites it and every other generated page.
 ``check_links(root)`` lists the broken relative links of ``README.md`` and ``docs/**/*.md``.
 """
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
 from urllib.parse import unquote
+
+from workflow_lib.config import constraints
+from workflow_lib.presets import NOT_SET, values_table
 
 LEAVES_OPEN = "x-paper-leaves-open"  # schema keyword: what the papers leave open about a key
 OPEN_ANCHOR = "choices-the-papers-leave-open"
-REGENERATE = (
-    ".venv/bin/python -c \"from workflow_lib.config import load_schema; "
-    "from workflow_lib.reference import configuration_page; "
-    "open('docs/configuration.md','w').write(configuration_page(load_schema()))\""
-)
-
-_BOUNDS = (("minimum", ">="), ("exclusiveMinimum", ">"), ("maximum", "<="),
-           ("exclusiveMaximum", "<"))  # fmt: skip
+REGENERATE = ".venv/bin/python -m workflow_lib docs"
+ITEM = "[]"  # a key below an array's items: ``proteins.families[].name``
 
 
 def iter_properties(node: dict, prefix: str = "") -> Iterator[tuple[str, dict]]:
     """Every property below the schema ``node`` at every depth, as ``(dotted key, node)`` pairs,
-    parents before their children, in the schema's order."""
+    parents before their children, in the schema's order; the properties of an array's items
+    below the array's key and ``ITEM`` (``proteins.families[].name``)."""
     for key, sub in node.get("properties", {}).items():
         dotted = f"{prefix}.{key}" if prefix else key
         yield dotted, sub
         yield from iter_properties(sub, dotted)
+        yield from iter_properties(sub.get("items", {}), dotted + ITEM)
 
 
-def _code(value: Any) -> str:
-    """A JSON value as a Markdown code span."""
-    return f"`{json.dumps(value, ensure_ascii=False)}`"
+def _span(text: str) -> str:
+    """Literal text as a Markdown code span."""
+    return f"`{text}`"
 
 
 def _cell(text: str) -> str:
@@ -63,75 +60,75 @@ def _type(node: dict) -> str:
     return kind
 
 
-def _constraints(node: dict) -> list[str]:
-    """The constraints of one schema node (not of its items), in words."""
-    out = []
-    if "enum" in node:
-        out.append("one of " + ", ".join(_code(v) for v in node["enum"]))
-    out += [f"{op} {node[k]}" for k, op in _BOUNDS if k in node]
-    if "multipleOf" in node:
-        out.append(f"multiple of {node['multipleOf']}")
-    if "minLength" in node:
-        out.append(f"at least {node['minLength']} character(s)")
-    if "minItems" in node:
-        out.append(f"at least {node['minItems']} item(s)")
-    if "maxItems" in node:
-        out.append(f"at most {node['maxItems']} item(s)")
-    if node.get("uniqueItems"):
-        out.append("unique items")
-    return out
-
-
-def allowed(node: dict) -> str:
-    """What a schema node allows beyond its type (range, enum, item constraints), or ``''``."""
-    parts = _constraints(node)
-    items = _constraints(node.get("items", {}))
+def allowed(node: dict, required: bool = False) -> str:
+    """What a schema node allows beyond its type, in the validator's words
+    (``config.constraints``, the items' too), ``required`` if its object requires it; or
+    ``''``."""
+    parts = (["required"] if required else []) + constraints(node, _span)
+    items = constraints(node.get("items", {}), _span)
     if items:
         parts.append("items " + " and ".join(items))
     return "; ".join(parts)
 
 
-def _default(node: dict) -> str:
-    return _code(node["default"]) if "default" in node else "—"
-
-
-def _row(dotted: str, node: dict) -> str:
+def _row(dotted: str, node: dict, required: bool) -> str:
     text = node.get("description", "")
     if LEAVES_OPEN in node:
         text += f" Left open by the papers: see [below](#{OPEN_ANCHOR})."
-    cells = (f"`{dotted}`", _type(node), _default(node), allowed(node) or "—", text.strip())
+    cells = (f"`{dotted}`", _type(node), allowed(node, required) or "—", text.strip())
     return "| " + " | ".join(_cell(c) for c in cells) + " |"
 
 
-def configuration_page(schema: dict) -> str:
-    """The Markdown of ``docs/configuration.md``: an introduction, one section per top-level key
-    with a table of every key below it (dotted key, type, default, allowed values,
-    description), and the keys whose choice the papers leave open (``x-paper-leaves-open``)."""
+def _required(schema: dict) -> set[str]:
+    """The dotted keys of ``schema`` that their object requires."""
+    found = set(schema.get("required", ()))
+    for dotted, node in iter_properties(schema):
+        found |= {f"{dotted}.{k}" for k in node.get("required", ())}
+        found |= {f"{dotted}{ITEM}.{k}" for k in node.get("items", {}).get("required", ())}
+    return found
+
+
+def configuration_page(schema: dict, presets: Mapping[str, dict]) -> str:
+    """The Markdown of ``docs/configuration.md``: an introduction; one section per top-level key
+    with a table of every key below it (dotted key, type, allowed values, description) and a
+    table of the value each preset of ``presets`` (name -> its config, as
+    ``presets.preset_configs`` reads them) runs with, one column for ``config.yaml`` and one for
+    each preset that changes a value of the section; and the keys whose choice the papers leave
+    open (``x-paper-leaves-open``)."""
     lines = [
         "# Configuration reference",
         "",
-        "Every key of the workflow's configuration, with its type, default, allowed values and "
-        "meaning. To change keys, write them in a YAML file and pass it to Snakemake with "
-        "`--configfile FILE`: its keys are merged over those of `config.yaml` (the quick preset; "
-        "`config/paper.yaml` holds the papers' protocol), and keys set in neither file take the "
-        "defaults below. `python -m workflow_lib check-config FILE` validates a file against the "
-        "schema (with these defaults for the keys it leaves out) and names the first invalid key "
-        "in one line; the workflow validates its merged configuration the same way before any "
-        "job starts. This page is generated from the config schema "
-        "(`workflow_lib/schemas/config.schema.json` and each study's section, "
-        "`workflow_lib/studies/<study>/config.schema.json`); "
-        f"regenerate it with `{REGENERATE}`.",
+        "Every key of the workflow's configuration, with its type, allowed values and meaning, and "
+        "the value each preset runs with. A preset is `config.yaml` (the quick preset: the "
+        "Snakefile always reads it) or a file `config/NAME.yaml` merged over it with "
+        "`--configfile config/NAME.yaml` (column `NAME`; [config/](../config/)): a mapping key by "
+        "key, a list or a value replaced whole, and a key that neither file sets takes the "
+        "schema's default. Each section shows `config.yaml` and every preset that changes one of "
+        "its values; a preset not shown runs `config.yaml`'s values there. A value "
+        f"{NOT_SET}: no file sets the key and the schema gives it no default (its description "
+        "says what applies then).",
+        "",
+        "To change keys, write them in a YAML file of your own and merge it last with "
+        "`--configfile`. `python -m workflow_lib check-config FILE...` validates files merged in "
+        "order (the schema's defaults filling the keys they leave out) and names the first "
+        "invalid key in one line, in the words of the allowed column; the workflow validates its "
+        "merged configuration the same way before any job starts. This page is generated from "
+        "the config schema (`workflow_lib/schemas/config.schema.json` and each study's section, "
+        "`workflow_lib/studies/<study>/config.schema.json`) and the presets, with the other "
+        f"generated pages, by `{REGENERATE}`.",
     ]
-    header = ["| key | type | default | allowed | description |", "|---|---|---|---|---|"]
+    required = _required(schema)
+    header = ["| key | type | allowed | description |", "|---|---|---|---|"]
     for key, node in schema.get("properties", {}).items():
         lines += ["", f"## `{key}`", ""]
+        keys = [(key, node)]
         if "properties" in node:
             if node.get("description"):
                 lines += [node["description"], ""]
-            rows = [_row(dotted, sub) for dotted, sub in iter_properties(node, key)]
-        else:
-            rows = [_row(key, node)]
-        lines += header + rows
+            keys = list(iter_properties(node, key))
+        lines += header + [_row(dotted, sub, dotted in required) for dotted, sub in keys]
+        leaves = [dotted for dotted, sub in keys if "properties" not in sub and ITEM not in dotted]
+        lines += ["", "Values:", "", *values_table(presets, leaves)]
 
     open_keys = [(k, n) for k, n in iter_properties(schema) if LEAVES_OPEN in n]
     lines += [
@@ -140,14 +137,13 @@ def configuration_page(schema: dict) -> str:
         "",
         "Keys whose setting the papers (Rende et al. 2024, \"Mapping of attention mechanisms to a "
         "generalized Potts model\"; Tiberi et al. 2024, \"Dissecting the interplay of attention "
-        "paths in a statistical mechanics theory of transformers\") do not determine: the "
-        "default is the project's choice.",
+        "paths in a statistical mechanics theory of transformers\") do not determine: each "
+        "preset's value, in the key's section, is the project's choice.",
         "",
-        "| key | default | what the papers leave open |",
-        "|---|---|---|",
+        "| key | what the papers leave open |",
+        "|---|---|",
     ]
-    lines += ["| " + " | ".join(_cell(c) for c in (f"`{k}`", _default(n), n[LEAVES_OPEN]))
-              + " |" for k, n in open_keys]  # fmt: skip
+    lines += [f"| [`{k}`](#{k.split('.')[0]}) | {_cell(n[LEAVES_OPEN])} |" for k, n in open_keys]
     return "\n".join(lines) + "\n"
 
 

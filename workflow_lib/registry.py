@@ -65,6 +65,12 @@ def constant(value: float) -> Amount:
     return lambda cfg, wildcards: value
 
 
+# The stages every study shares: its claims table (from its tables, by its ``claims_of``) and
+# one figure panel (drawn by the panel's ``draw``).
+CLAIMS_STAGE = "workflow_lib.claims_stage:claims"
+FIGURE_STAGE = "workflow_lib.figures:figure"
+
+
 @dataclass(frozen=True)
 class Rule:
     """One rule of a study. ``stage``: ``'module:function'`` it runs (the rule's name is the
@@ -118,20 +124,21 @@ class Panel:
 @dataclass(frozen=True)
 class Study:
     """A study: ``name`` (its folder), ``title`` (the report's category), ``paper`` (the
-    citation), ``rules``, ``tables`` (the CSV files its tables rule writes, beside its claims
-    table), ``panels``, ``claims`` (its claims table, relative to the results folder),
-    ``claims_of`` (``'module:function'`` that computes the claims table from the tables: a dict
-    of table name -> DataFrame), ``page_tables`` (the names of the tables shown whole on its
-    results pages) and ``folders`` (the top folders of the results its rules write, where
-    Snakemake's benchmarks of its jobs mirror them; default: the study's name).
+    citation), ``rules`` (among them one ``claims_rule`` and, with panels, one ``figure_rule``),
+    ``tables`` (the CSV files its tables rule writes, beside its claims table), ``panels``,
+    ``claims`` (its claims table, relative to the results folder), ``claims_of``
+    (``'module:function'`` that computes the claims table from the tables: a dict of table name
+    -> DataFrame; a DataFrame with every column of ``claims.COLUMNS``), ``page_tables`` (the
+    names of the tables shown whole on its results pages) and ``folders`` (the top folders of
+    the results its rules write, where Snakemake's benchmarks of its jobs mirror them; default:
+    the study's name).
 
     How its runs split into shards (``workflow_lib.shards``): ``realisations``, the dotted config
     key of the number of its realisations (empty: it has none, and no shard runs it);
-    ``tables_rule``, the rule that writes ``tables`` (with the rules that are not ``local``, what
-    a shard runs); ``shared_tables``, the tables that do not depend on the realisations (every
-    shard writes them alike); ``summaries``, the tables computed across realisations from the
-    others, by name: ``'module:function'`` that returns one from the dict of the others (table
-    name -> DataFrame). Every other table is per realisation: it has a ``realisation`` column."""
+    ``shared_tables``, the tables that do not depend on the realisations (every shard writes them
+    alike); ``summaries``, the tables computed across realisations from the others, by name:
+    ``'module:function'`` that returns one from the dict of the others (table name ->
+    DataFrame). Every other table is per realisation: it has a ``realisation`` column."""
 
     name: str
     title: str
@@ -144,7 +151,6 @@ class Study:
     page_tables: tuple[str, ...] = ()
     folders: tuple[str, ...] = ()
     realisations: str = ""
-    tables_rule: str = ""
     shared_tables: tuple[str, ...] = ()
     summaries: Mapping[str, str] = field(default_factory=dict)
 
@@ -152,15 +158,19 @@ class Study:
         """The path of table ``name``, relative to the results folder (beside the claims)."""
         return f"{self.claims.rsplit('/', 1)[0]}/{name}.csv"
 
-    def claims_table(self, tables: Mapping[str, Any]) -> Any:
-        """The claims table (a DataFrame) of ``tables`` (name -> DataFrame)."""
-        return resolve(self.claims_of)(dict(tables))
-
     def rule(self, name: str) -> Rule:
         for each in self.rules:
             if each.name == name:
                 return each
         raise KeyError(f"study {self.name} has no rule {name!r}")
+
+    def rule_running(self, stage: str) -> Rule:
+        """The study's one rule that runs ``stage`` (``CLAIMS_STAGE``, ``FIGURE_STAGE``)."""
+        found = [each for each in self.rules if each.stage == stage]
+        if len(found) != 1:
+            raise KeyError(f"study {self.name} has {len(found)} rules running {stage}; "
+                           "expected one")
+        return found[0]
 
     def panel(self, name: str) -> Panel:
         for each in self.panels:
@@ -191,10 +201,22 @@ class Study:
                      if name not in self.shared_tables and name not in self.summaries)
 
     def science(self) -> tuple[Rule, ...]:
-        """The rules whose jobs its tables come from: those that are not ``local`` and
-        ``tables_rule``."""
+        """The rules whose jobs its tables come from: all but its claims and figure rules."""
         return tuple(each for each in self.rules
-                     if not each.local or each.name == self.tables_rule)
+                     if each.stage not in (CLAIMS_STAGE, FIGURE_STAGE))
+
+
+def claims_rule(name: str, study: str) -> Rule:
+    """Rule ``name``: the claims table of study ``study`` from its tables (``CLAIMS_STAGE``), on
+    the submitting host; its config slice is the study's name."""
+    return Rule(name, CLAIMS_STAGE, lambda cfg, wildcards: {"study": study}, constant(10),
+                constant(2000), local=True)
+
+
+def figure_rule(name: str) -> Rule:
+    """Rule ``name``: one panel of a study (``FIGURE_STAGE``, the ``panel`` wildcard), on the
+    submitting host."""
+    return Rule(name, FIGURE_STAGE, panel_params, constant(10), constant(2000), local=True)
 
 
 def resolve(target: str) -> Callable[..., Any]:
@@ -218,7 +240,7 @@ def _manifest_params(cfg: Config, wildcards: Wildcards) -> dict[str, Any]:
 
 # Rules of no single study: the report's front page from every study's claims table, and the
 # run's manifest (what a snapshot of it records).
-SHARED = (Rule("report_page", "workflow_lib.pages:report_page", _study_texts, constant(10),
+SHARED = (Rule("report_page", "workflow_lib.front_page:report_page", _study_texts, constant(10),
                constant(2000), local=True),
           Rule("manifest", "workflow_lib.run_manifest:manifest", _manifest_params,
                constant(10), constant(2000), local=True))
@@ -238,6 +260,22 @@ def rules() -> dict[str, Rule]:
             raise ValueError(f"rule {each.name!r} is registered twice")
         out[each.name] = each
     return out
+
+
+def study(name: str) -> Study:
+    """The registry of study ``name``."""
+    for each in studies():
+        if each.name == name:
+            return each
+    raise KeyError(f"no study {name!r} in STUDY_NAMES")
+
+
+def owner(rule: str) -> Study:
+    """The study that registers rule ``rule``."""
+    for each in studies():
+        if any(r.name == rule for r in each.rules):
+            return each
+    raise KeyError(f"no study registers rule {rule!r}")
 
 
 def panel(name: str) -> Panel:
@@ -273,9 +311,14 @@ def registered(rule: str) -> str:
 
 def stage_code(name: str, wildcards: Wildcards) -> tuple[str, ...]:
     """The ``'module:function'`` targets whose code a job of rule ``name`` runs: its stage and,
-    for a figure job (a ``panel`` wildcard), the panel's draw function."""
+    for a figure job (a ``panel`` wildcard), the panel's draw function, for a claims job its
+    study's ``claims_of``."""
     stage = rules()[name].stage
-    return (stage, panel(wildcards["panel"]).draw) if "panel" in wildcards else (stage,)
+    if "panel" in wildcards:
+        return stage, panel(wildcards["panel"]).draw
+    if stage == CLAIMS_STAGE:
+        return stage, owner(name).claims_of
+    return (stage,)
 
 
 def stages() -> dict[str, str]:

@@ -98,12 +98,28 @@ def next_beta(tuning: Tuning, attempts: list[Attempt], target: float) -> float:
     return corrected_beta(best.beta, best.hamming, target, dhamming_dlogbeta(tuning, rounds))
 
 
+def production_round(
+    key: jax.Array, J: np.ndarray, U: np.ndarray, betas: np.ndarray, a: int, sampling_cfg: dict,
+) -> tuple[list[Dataset], list[Attempt]]:
+    """Round ``a`` (0, 1, ...) of production: one full-length data set per beta of ``betas:
+    (k,)``, all in one batched call, each with its own random numbers (its key folded from
+    ``key`` by its index ``a k + i``; the first of round 0 is ``key`` itself), and its attempt.
+    A given beta is round 0 with one candidate."""
+    k = len(betas)
+    keys = [key if i == 0 else jax.random.fold_in(key, i) for i in range(a * k, a * k + k)]
+    start = time.perf_counter()
+    sets = draw_datasets(keys, J, U, betas, sampling_cfg)
+    seconds = (time.perf_counter() - start) / k
+    return sets, [Attempt(d.beta, d.mean_hamming, seconds, a) for d in sets]
+
+
 def sample_to_target(
     key: jax.Array, J: np.ndarray, U: np.ndarray, beta: float | None, sampling_cfg: dict,
     tuning_cfg: dict,
 ) -> tuple[Dataset, Tuning | None, list[Attempt]]:
     """The sample stage's science: a data set at ``beta``, or, when ``beta`` is None, at a tuned
-    beta whose data set is verified to hit the target (see module doc).
+    beta whose data set is verified to hit the target (see module doc). Both run their data sets
+    through ``production_round``: a given beta is round 0 with one candidate.
 
     Each production round runs ``beta_tuning.candidates`` full-length runs at once, at betas
     spread around the estimate (``candidate_betas``) and with their own random numbers; the data
@@ -112,20 +128,16 @@ def sample_to_target(
     last allowed round is within ``tolerance`` of ``target_hamming``.
     """
     if beta is not None:
-        start = time.perf_counter()
-        (data,) = draw_datasets([key], J, U, np.array([beta]), sampling_cfg)
-        return data, None, [Attempt(beta, data.mean_hamming, time.perf_counter() - start)]
+        (data,), attempts = production_round(key, J, U, np.array([beta]), 0, sampling_cfg)
+        return data, None, attempts
     target, tol, k = (tuning_cfg[n] for n in ("target_hamming", "tolerance", "candidates"))
     tuning = tune_beta(jax.random.fold_in(key, 1 << 20), J, U, sampling_cfg, tuning_cfg)
     center, attempts = tuning.beta, []
     pilot_slope = dhamming_dlogbeta(tuning, []) if k > 1 else None  # spacing of the candidates
     for a in range(tuning_cfg["resamples"] + 1):
         betas = np.array([center]) if k == 1 else candidate_betas(center, pilot_slope, tol, k)
-        keys = [key if i == 0 else jax.random.fold_in(key, i) for i in range(a * k, a * k + k)]
-        start = time.perf_counter()
-        sets = draw_datasets(keys, J, U, betas, sampling_cfg)
-        seconds = (time.perf_counter() - start) / k
-        attempts += [Attempt(d.beta, d.mean_hamming, seconds, a) for d in sets]
+        sets, made = production_round(key, J, U, betas, a, sampling_cfg)
+        attempts += made
         best = min(sets, key=lambda d: abs(d.mean_hamming - target))
         log.info("round %d: beta %s -> data set Hamming %s (target %.3f +- %.3f)", a + 1,
                  np.array2string(betas, precision=4),

@@ -39,7 +39,8 @@ def simulation_grid(task: GaussianTask, alphas: Sequence[float], lambdas: Sequen
     """Ridge / minimum-norm fits at every ``(λ, α)`` against the closed form at each M/(L-1).
 
     Returns ``alpha``, ``M``: ``(n_alpha,)``; ``errors: (n_lambda, n_alpha, realisations)``;
-    ``mean``, ``sem``, ``theory`` and ``z = (mean - theory) / sem``: ``(n_lambda, n_alpha)``.
+    ``mean``, ``sem``, ``train_mean`` (the fits' training error), ``theory`` and ``z = (mean -
+    theory) / sem``: ``(n_lambda, n_alpha)``.
     """
     runs = [simulate.simulate_ridge(task, np.asarray(alphas), lam, realisations, rng)
             for lam in lambdas]
@@ -47,5 +48,6 @@ def simulation_grid(task: GaussianTask, alphas: Sequence[float], lambdas: Sequen
     theory = np.stack([saddle.generalisation_curve(task, runs[0]["M"] / task.p, lam)
                        for lam in lambdas])
     return {"alpha": runs[0]["alpha"], "M": runs[0]["M"], "errors": stack("errors"),
-            "mean": stack("mean"), "sem": stack("sem"), "theory": theory,
+            "mean": stack("mean"), "sem": stack("sem"), "train_mean": stack("train_mean"),
+            "theory": theory,
             "z": (stack("mean") - theory) / stack("sem")}

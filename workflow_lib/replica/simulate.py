@@ -37,20 +37,25 @@ def simulate_ridge(
     n_realisations: int,
     rng: np.random.Generator,
 ) -> dict[str, np.ndarray]:
-    """Test error of the fitted Â on fresh training sets of M = max(1, round(αL)) sequences.
+    """Test error of the fitted Â on fresh training sets of M = max(1, round(αL)) sequences,
+    and its training error (the mean squared residual on its own training set).
 
-    Returns alpha (n_alpha,), M (n_alpha,) int, errors (n_alpha, n_realisations), and their
-    mean and sem (standard error of the mean, ddof = 1), each (n_alpha,). Note α = M/L here,
-    while the theory's α is n/p: compare with the theory at M/p.
+    Returns alpha (n_alpha,), M (n_alpha,) int, errors (n_alpha, n_realisations), their
+    mean and sem (standard error of the mean, ddof = 1), each (n_alpha,), and train_mean
+    (n_alpha,), the mean training error. Note α = M/L here, while the theory's α is n/p: compare
+    with the theory at M/p.
     """
     if n_realisations < 2:
         raise ValueError("need at least 2 realisations for a standard error")
     alphas = np.asarray(alphas, dtype=np.float64)
     sizes = np.maximum(1, np.rint(alphas * task.L).astype(int))
-    a_hat = []
+    a_hat, train = [], []
     for M in sizes:
         x, y = sample_sequences(rng, task, n_realisations * M)
-        a_hat.append(ridge_fit(x.reshape(n_realisations, M, -1), y.reshape(-1, M), lam))
+        x, y = x.reshape(n_realisations, M, -1), y.reshape(-1, M)
+        fit = ridge_fit(x, y, lam)
+        a_hat.append(fit)
+        train.append(np.mean((y - np.einsum("rmp,rp->rm", x, fit)) ** 2))
     errors = population_error(task, np.array(a_hat))
     return {
         "alpha": alphas,
@@ -58,4 +63,5 @@ def simulate_ridge(
         "errors": errors,
         "mean": errors.mean(axis=1),
         "sem": errors.std(axis=1, ddof=1) / np.sqrt(n_realisations),
+        "train_mean": np.array(train),
     }

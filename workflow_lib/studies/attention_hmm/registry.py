@@ -7,7 +7,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from workflow_lib.registry import Config, Panel, Rule, Study, constant, no_params, panel_params
+from workflow_lib.registry import (
+    Config,
+    Panel,
+    Rule,
+    Study,
+    claims_rule,
+    constant,
+    figure_rule,
+    no_params,
+)
 
 STAGES = "workflow_lib.studies.attention_hmm"
 DRAW = f"{STAGES}.figures"
@@ -68,17 +77,14 @@ STUDY = Study(
              gpu=True),
         Rule("paths_tables", f"{STAGES}.stages_results:paths_tables", no_params,
              constant(10), constant(2000), local=True),
-        Rule("paths_figure", "workflow_lib.figures:figure", panel_params,
-             constant(10), constant(2000), local=True),
-        Rule("paths_claims", f"{STAGES}.stages_results:paths_claims", no_params,
-             constant(10), constant(2000), local=True),
+        figure_rule("paths_figure"),
+        claims_rule("paths_claims", "attention_hmm"),
     ),
     tables=("accuracy", "order_parameters", "pc_overlaps", "diagnostics"),
     claims="paths/tables/claims.csv",
     claims_of="workflow_lib.studies.attention_hmm.claims:hmm_claims",
     folders=("paths",),
     realisations="paths.realisations",
-    tables_rule="paths_tables",
     panels=(
         Panel("paths_fig2c", ("accuracy", "order_parameters"), f"{DRAW}:fig2c",
               "Attention paths, Fig. 2c: test accuracy vs width N on the hidden-Markov-chain task "

@@ -9,7 +9,15 @@ Snakemake (``python -m workflow_lib omniglot``) both build on it."""
 
 from __future__ import annotations
 
-from workflow_lib.registry import Panel, Rule, Study, constant, no_params, panel_params
+from workflow_lib.registry import (
+    Panel,
+    Rule,
+    Study,
+    claims_rule,
+    constant,
+    figure_rule,
+    no_params,
+)
 
 STAGES = "workflow_lib.studies.omniglot"
 DRAW = f"{STAGES}.figures"
@@ -89,14 +97,13 @@ STUDY = Study(
              lambda cfg, wc: 10 + cfg["omniglot"]["random_orders"] * 2, _mem, threaded=True),
         Rule("omniglot_tables", f"{STAGES}.stages_results:omniglot_tables", no_params,
              constant(10), _mem, local=True),
-        Rule("omniglot_figure", "workflow_lib.figures:figure", panel_params,
-             constant(10), constant(2000), local=True),
+        claims_rule("omniglot_claims", "omniglot"),
+        figure_rule("omniglot_figure"),
     ),
     tables=("accuracy", "episodes", "order_parameters", "pc_overlaps", "head_scores",
-            "cumulative_pruning", "claims"),
+            "cumulative_pruning"),
     claims="omniglot/tables/claims.csv",
     claims_of="workflow_lib.studies.omniglot.claims:omniglot_claims",
-    tables_rule="omniglot_tables",
     panels=(
         Panel("omniglot_fig3b", ("accuracy",), f"{DRAW}:accuracy",
               "Attention paths, Fig. 3b: test accuracy on held-out one-shot Omniglot episodes vs "

@@ -40,7 +40,9 @@ def run_study(cfg: dict, outdir: str | Path, data_dir: str | Path, model: str | 
     samples = [files["samples"]] if omni["sample_width"] else []
     run("omniglot_tables", {"model": files["model"], "theory": files["theory"],
                             "pruning": files["pruning"], "samples": samples}, tables, {})
+    claims = {"claims": str(out / "tables" / "claims.csv")}
+    run("omniglot_claims", tables, claims, STUDY.rule("omniglot_claims").params(cfg, {}))
     for panel in STUDY.drawn_panels(cfg):
-        run("omniglot_figure", {t: tables[t] for t in panel.tables},
+        run("omniglot_figure", {t: (tables | claims)[t] for t in panel.tables},
             {ext: str(out / "figures" / f"{panel.name}.{ext}") for ext in ("png", "pdf")},
             {"panel": panel.name})

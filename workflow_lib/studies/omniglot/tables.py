@@ -11,7 +11,6 @@ import pandas as pd
 from workflow_lib.artefacts import Artefact
 from workflow_lib.attention import icl, model
 from workflow_lib.attention.heads import path_labels
-from workflow_lib.studies.omniglot.claims import omniglot_claims
 
 
 def sem(accuracy: float, n: int) -> float:
@@ -112,11 +111,8 @@ def cumulative_pruning(pruning: Artefact) -> pd.DataFrame:
 def tables(model_art: Artefact, th: Artefact, samples: Artefact | None, pruning: Artefact,
            params: icl.Params, net: icl.Net) -> dict[str, pd.DataFrame]:
     """Every table of the study (its registry) from the model, theory, samples (or None) and
-    pruning artefacts; ``params``, ``net``: the model's. The claims table is computed from the
-    others alone."""
-    out = {"accuracy": accuracy(model_art, th, samples), "episodes": episodes(th, samples),
-           "order_parameters": order_parameters(th, samples, params, net),
-           "pc_overlaps": pc_overlaps(th), "head_scores": head_scores(pruning),
-           "cumulative_pruning": cumulative_pruning(pruning)}
-    out["claims"] = omniglot_claims(out)
-    return out
+    pruning artefacts; ``params``, ``net``: the model's."""
+    return {"accuracy": accuracy(model_art, th, samples), "episodes": episodes(th, samples),
+            "order_parameters": order_parameters(th, samples, params, net),
+            "pc_overlaps": pc_overlaps(th), "head_scores": head_scores(pruning),
+            "cumulative_pruning": cumulative_pruning(pruning)}

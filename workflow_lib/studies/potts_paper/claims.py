@@ -70,6 +70,12 @@ THEORY_MARGIN = c.Criterion(
     "THEORY_MARGIN", 0.05, "calling a simulation curve off the theory by a few sem 'exact'",
     "Fig. 3 left shows the simulations on the theory at the figure's resolution, a few per cent "
     "of the error; the project's margin on the mean relative residual")
+INTERPOLATION = c.Criterion(
+    "INTERPOLATION", 0.01, "calling a fit that leaves residuals on its training set an "
+    "interpolator, or one that fits them exactly a regression past its threshold",
+    "a training error below 1 % of the label noise sigma2 is a fit through every training point "
+    "(the ridge penalty of the smallest lambda leaves far less); past the threshold M = p the "
+    "least-squares residual is sigma2 (1 - p / M), above it")
 CAPACITY_WINDOW = c.Criterion(
     "CAPACITY_WINDOW", (1.0, 4.0), "a peak location chosen where the data show it",
     "the capacity of a linear classifier of P parameters is 2P points (Cover 1965): for "
@@ -332,6 +338,18 @@ def replica_claims(replica: pd.DataFrame) -> list[dict]:
         "fig3_left.peak", "Fig. 3 left", "The generalisation error peaks at alpha = 1", "1",
         c.exact(alpha[k], lo <= alpha[k] <= hi),
         f"alpha of the theory's maximum (lambda = {lam:g}) in [{lo}, {hi}]"))
+    at_lam = sims[np.isclose(sims["lambda"], lam)]
+    train = at_lam["train_eps"] / at_lam["sigma2"]
+    below, above = train[at_lam["M"] < at_lam["p"]], train[at_lam["M"] > 2 * at_lam["p"]]
+    if len(below) and len(above):
+        bound = INTERPOLATION.value
+        rows.append(_row(
+            "fig3_left.interpolates", "Fig. 3 left", "Below the threshold the fit interpolates "
+            "its training data; beyond it, it does not", "",
+            c.all_of(c.exact(float(below.max()), bool(below.max() < bound), len(below)),
+                     c.exact(float(above.min()), bool(above.min() > bound), len(above))),
+            f"simulations at lambda = {lam:g}: training error / sigma2 < {bound:g} at every M < "
+            f"p and > {bound:g} at every M > 2p (measured: the larger below the threshold)"))
     rises, falls = np.diff(eps[: k + 1]), np.diff(eps[k:])
     rows.append(_row(
         "fig3_left.no_initial_decay", "Fig. 3 left", "There is no initial decay: the error rises "
@@ -453,12 +471,20 @@ def consistency_claims(curve: pd.DataFrame) -> list[dict]:
                  gates=DATA_GATES)]
 
 
+def _without_gate(row: dict, gate: str) -> dict:
+    return {**row, "gates": ";".join(g for g in row["gates"].split(";") if g and g != gate)}
+
+
 def potts_claims(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
-    """The claims table of the study from its tables (``registry.STUDY.tables``)."""
+    """The claims table of the study from its tables (``registry.STUDY.tables``). A given beta
+    (``potts.beta``) has no target distance: ``data.hamming`` is then not measured and gates
+    nothing."""
     final, plm, curve = tables["training_final"], tables["plm"], tables["sample_complexity"]
     rows = [*training_claims(final, tables["training_history"], plm, tables["data"]),
             *interpolation_claims(final), *identity_claims(final, plm),
             *replica_claims(tables["replica"]),
             *sample_complexity_claims(curve, tables["sample_complexity_threshold"]),
             *consistency_claims(curve), *data_checks(tables["data"])]
+    if not any(r["id"] == "data.hamming" for r in rows):
+        rows = [_without_gate(r, "data.hamming") for r in rows]
     return c.table(rows)

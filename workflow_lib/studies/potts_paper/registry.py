@@ -6,7 +6,15 @@ left), the tables across realisations, the figures and the claims table."""
 from __future__ import annotations
 
 from workflow_lib.mlm.architectures import FIG2B, parse_arch, restarts
-from workflow_lib.registry import Panel, Rule, Study, constant, no_params, panel_params
+from workflow_lib.registry import (
+    Panel,
+    Rule,
+    Study,
+    claims_rule,
+    constant,
+    figure_rule,
+    no_params,
+)
 
 STAGES = "workflow_lib.studies.potts_paper"
 DRAW = f"{STAGES}.figures"
@@ -112,16 +120,13 @@ STUDY = Study(
              _replica_minutes, lambda cfg, wc: 2000 + 3 * 8 * cfg["replica"]["L"] ** 2 / 1e6),
         Rule("aggregate", f"{STAGES}.stages_results:aggregate", no_params,
              constant(20), constant(4000), local=True),
-        Rule("figure", "workflow_lib.figures:figure", panel_params,
-             constant(10), constant(2000), local=True),
-        Rule("claims", f"{STAGES}.stages_results:claims", no_params,
-             constant(10), constant(2000), local=True),
+        figure_rule("figure"),
+        claims_rule("claims", "potts_paper"),
     ),
     claims="tables/claims.csv",
     claims_of="workflow_lib.studies.potts_paper.claims:potts_claims",
     folders=("potts", "train", "plm", "sample_complexity", "theory", "tables"),
     realisations="realisations",
-    tables_rule="aggregate",
     shared_tables=("replica",),
     summaries={"training_summary": f"{STAGES}.tables:training_summary",
                "sample_complexity_summary": f"{STAGES}.tables:sample_complexity_summary"},

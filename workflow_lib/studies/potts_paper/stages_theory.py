@@ -53,8 +53,9 @@ def replica_sims(job: Job) -> None:
     """Ridge / minimum-norm fits on Gaussian samples, exact test error, per lambda and alpha.
 
     Datasets: ``alpha: (n_alpha,)`` (M/L), ``M: (n_alpha,)``, ``lambdas``,
-    ``errors: (n_lambda, n_alpha, realisations)``, ``mean``, ``sem``, ``theory`` (closed form at
-    each point's M/(L-1)) and ``z = (mean - theory) / sem``: ``(n_lambda, n_alpha)``.
+    ``errors: (n_lambda, n_alpha, realisations)``, ``mean``, ``sem``, ``train_mean`` (the fits'
+    training error), ``theory`` (closed form at each point's M/(L-1)) and ``z = (mean - theory) /
+    sem``: ``(n_lambda, n_alpha)``.
     """
     p = job.params
     rep = p["replica"]

@@ -118,20 +118,24 @@ def with_floor(df: pd.DataFrame, plm: pd.DataFrame) -> pd.DataFrame:
 def replica_table(theory_path: str, simulations_path: str) -> pd.DataFrame:
     """Theory curves and simulation points: lambda, alpha, source (theory | simulation), M,
     eps (theory, or simulation mean), sem, n, z (simulations: (mean - theory at the same
-    M) / sem) and sigma2 (the label noise: the error's floor as alpha grows)."""
+    M) / sem), train_eps (simulations: the fits' mean training error), p (the regression's
+    inputs: the interpolation threshold is M = p) and sigma2 (the label noise: the error's floor
+    as alpha grows)."""
     th = read_artefact(theory_path, REPLICA_THEORY, required=("alpha", "eps_saddle"))
-    sim = read_artefact(simulations_path, REPLICA_SIMULATIONS, required=("mean", "sem", "z"))
+    sim = read_artefact(simulations_path, REPLICA_SIMULATIONS,
+                        required=("mean", "sem", "z", "train_mean"))
     rows = []
     for k, lam in enumerate(th["lambdas"]):
         rows.append(pd.DataFrame({"lambda": lam, "alpha": th["alpha"], "source": "theory",
                                   "M": np.nan, "eps": th["eps_saddle"][k], "sem": np.nan,
-                                  "n": np.nan, "z": np.nan}))
+                                  "n": np.nan, "z": np.nan, "train_eps": np.nan}))
     n = sim["errors"].shape[-1]
     for k, lam in enumerate(sim["lambdas"]):
         rows.append(pd.DataFrame({"lambda": lam, "alpha": sim["alpha"], "source": "simulation",
                                   "M": sim["M"], "eps": sim["mean"][k], "sem": sim["sem"][k],
-                                  "n": n, "z": sim["z"][k]}))
-    return pd.concat(rows, ignore_index=True).assign(sigma2=float(th.attrs["sigma2"]))
+                                  "n": n, "z": sim["z"][k], "train_eps": sim["train_mean"][k]}))
+    return pd.concat(rows, ignore_index=True).assign(sigma2=float(th.attrs["sigma2"]),
+                                                     p=float(sim.attrs["L"]) - 1)
 
 
 def sample_complexity_table(paths: Iterable[str]) -> pd.DataFrame:

@@ -5,7 +5,7 @@ tables, the figures and the claims table of the protein claim that motivates the
 
 from __future__ import annotations
 
-from workflow_lib.registry import Panel, Rule, Study, constant, no_params, panel_params
+from workflow_lib.registry import Panel, Rule, Study, claims_rule, constant, figure_rule
 from workflow_lib.studies.proteins import resources
 
 STAGES = "workflow_lib.studies.proteins"
@@ -51,17 +51,14 @@ STUDY = Study(
              resources.fit_memory, threaded=True, gpu=True),
         Rule("protein_tables", f"{STAGES}.stages_results:protein_tables", _evaluation_params,
              constant(10), constant(2000), local=True),
-        Rule("protein_claims", f"{STAGES}.stages_results:protein_claims", no_params,
-             constant(10), constant(2000), local=True),
-        Rule("protein_figure", "workflow_lib.figures:figure", panel_params,
-             constant(10), constant(2000), local=True),
+        claims_rule("protein_claims", "proteins"),
+        figure_rule("protein_figure"),
     ),
     tables=("models", "family_models", "curves", "pairs", "families"),
     claims="proteins/tables/claims.csv",
     claims_of="workflow_lib.studies.proteins.claims:claims_table",
     page_tables=("family_models",),
     realisations="proteins.realisations",
-    tables_rule="protein_tables",
     shared_tables=("families",),
     summaries={"family_models": f"{STAGES}.tables:family_models_table"},
     panels=(

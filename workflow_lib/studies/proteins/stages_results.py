@@ -1,22 +1,15 @@
-"""Stages ``protein_tables`` (tidy tables of the fits) and ``protein_claims``; its panels
-(precision against rank, contact maps) are drawn by ``workflow_lib.figures``."""
+"""Stage ``protein_tables``: tidy tables of the fits; its claims table is made by
+``workflow_lib.claims_stage`` and its panels (precision against rank, contact maps) are drawn by
+``workflow_lib.figures``."""
 
 from __future__ import annotations
 
-import logging
-
-import pandas as pd
-
 from workflow_lib.artefacts import read_artefact, write_csv
-from workflow_lib.claims import log_claims
 from workflow_lib.registry import Job
 from workflow_lib.shards import finish_tables
 from workflow_lib.studies.proteins import tables
 from workflow_lib.studies.proteins.artefacts import PROTEIN_DATA, PROTEIN_FIT
-from workflow_lib.studies.proteins.claims import claims_table
 from workflow_lib.studies.proteins.registry import STUDY
-
-log = logging.getLogger("workflow_lib.stages")
 
 
 def protein_tables(job: Job) -> None:
@@ -28,10 +21,3 @@ def protein_tables(job: Job) -> None:
                                               job.params["distance_kinds"]))
     for name, df in built.items():
         write_csv(df, job.output[name])
-
-
-def protein_claims(job: Job) -> None:
-    """The claims table of the study from its tables; one log line per claim."""
-    table = claims_table({name: pd.read_csv(path) for name, path in job.input.items()})
-    log_claims(table, log)
-    write_csv(table, job.output["claims"])
