@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from tests.conftest import ROOT
 from tests.workflow_runs import TINY, TINY_ALL, clone, copy_env, repo_copy, snakemake_in
 from workflow_lib.claims import rounded
 from workflow_lib.config import ConfigError, load_config
@@ -28,8 +29,8 @@ SHARDED = [study for study in studies() if study.realisations]
 
 
 def _docs(wd: Path, docs: Path, *args: str) -> subprocess.CompletedProcess:
-    """``python -m workflow_lib docs --preset tiny --docs DOCS ARGS`` in the workflow copy
-    ``wd``."""
+    """``python -m workflow_lib docs --preset tiny --docs DOCS ARGS`` in the workflow ``wd`` (a
+    copy, or the repository)."""
     cmd = [sys.executable, "-m", "workflow_lib", "docs", "--preset", "tiny", "--docs", str(docs),
            *args]
     return subprocess.run(cmd, cwd=wd, env=copy_env(wd), capture_output=True, text=True,
@@ -61,7 +62,7 @@ def sharded(tiny_run, tmp_path_factory) -> Path:
     assert ran == {"aggregate", "protein_tables", "manifest", "all"}, ran
     fresh = repo_copy(root / "fresh")
     _shard(fresh, "1-1", docs)
-    merge = _docs(fresh, docs, "--merge")
+    merge = _docs(ROOT, docs, "--merge")  # the pages read the repository's presets
     assert merge.returncode == 0, merge.stderr
     return docs
 
