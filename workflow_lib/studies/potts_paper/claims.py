@@ -155,17 +155,6 @@ def epochs_to_converge(history: pd.DataFrame, arch: str) -> pd.Series:
     return pd.Series(out, dtype=float)
 
 
-def _by_realisation(final: pd.DataFrame, arch: str, column: str) -> pd.Series:
-    rows = final[final["arch"] == arch]
-    return rows.set_index("realisation")[column]
-
-
-def _paired(a: pd.Series, b: pd.Series) -> pd.Series:
-    """``a - b`` over the realisations both have."""
-    both = pd.concat([a, b], axis=1, join="inner").dropna()
-    return both.iloc[:, 0] - both.iloc[:, 1]
-
-
 def mlm_loss(final: pd.DataFrame, arch: str) -> pd.Series:
     """Per realisation, ``arch``'s held-out test loss as MLM training left it (before any
     polish: ``adam_test_loss_heldout``)."""
