@@ -18,7 +18,7 @@ from workflow_lib.mlm import models, plm
 from workflow_lib.potts.artefact import POTTS_SAMPLES
 from workflow_lib.potts.model import random_colour_couplings, random_couplings
 from workflow_lib.registry import Job
-from workflow_lib.sequences import forced_errors
+from workflow_lib.sequences import forced_errors, in_training_set
 from workflow_lib.studies.potts_paper import stages_fits, tables
 from workflow_lib.studies.potts_paper.artefacts import SAMPLE_COMPLEXITY
 
@@ -156,11 +156,14 @@ def test_stage_records_penalty_errors_and_separability(tmp_path):
         stages_fits.sample_complexity(job)
     art = read_artefact(paths["sum"], SAMPLE_COMPLEXITY)
     assert art.attrs["penalty"] == "sum"
-    np.testing.assert_array_equal(art["forced_errors"], [0, 0, 1])  # the pair at M = 40
+    np.testing.assert_array_equal(art["forced_errors"],
+                                  [_forced_by_enumeration(train_seqs[:M]) for M in sc["M"]])
+    assert art["forced_errors"][-1] >= 1  # rows 3 and 25 one spin apart
     np.testing.assert_array_equal(art["separable"], art["train_errors"] == art["forced_errors"])
     assert np.all(art["train_errors"] >= art["forced_errors"])
     key = stages_fits.stage_key(0, "sample_complexity", 0)
-    heldout = test_seqs[:20]  # rows 30, 31 of the training set are not held out at any M
+    heldout = test_seqs[~in_training_set(train_seqs, test_seqs)]  # the same set at every M
+    assert len(heldout) <= 20  # rows 30, 31 of the training set are held out at no M
     for k, M in enumerate(sc["M"]):
         l2 = sc["l2"] / (M * L)
         assert art["l2_effective"][k] == pytest.approx(l2, rel=1e-15)

@@ -88,7 +88,8 @@ def test_a_users_own_alignment_end_to_end(tmp_path):
     models = pd.read_csv(tables / "models.csv")
     assert set(models["model"]) == {"factored-H1", "plmdca"} and models["P@L"].between(0, 1).all()
     claims = pd.read_csv(tables / "claims.csv")
-    assert list(claims["id"]) == ["proteins.factored_as_plmdca.precision"]
+    assert list(claims["id"]) == ["proteins.factored_as_plmdca.precision",
+                                  "proteins.fits_converged"]
 
 
 GOOD = ">a\nACDEFGH\n>b\nACDEFGW\n"
