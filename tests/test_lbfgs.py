@@ -115,14 +115,52 @@ def test_every_other_stop_is_named_and_leaves_the_criterion_unmet():
     assert (done.nit, done.message) == (0, lbfgs.STOPS[lbfgs.CONVERGED])
 
 
+def tail(x: jax.Array, data: jax.Array) -> jax.Array:
+    """``data + sum exp(-x)``: no minimum, an objective that levels off at ``data`` while its
+    gradient ``-exp(-x)`` shrinks by a constant factor per Newton step (a flat valley)."""
+    return data + jnp.sum(jnp.exp(-x))
+
+
+def test_a_flat_objective_stops_by_ftol_and_stays_unconverged():
+    """With ``ftol > 0`` a start whose objective fell by less than ``ftol`` (relative) over the
+    last ``ftol_window`` iterations stops there, named, above the gradient criterion; the
+    stop only cuts the path short (the same point as ``max_iter`` at that iteration), and
+    ``ftol = 0`` runs on to the gradient criterion."""
+    x0s, data, window, ftol = jnp.zeros((1, 3)), jnp.float64(1.0), 4, 1e-4
+    (flat,) = lbfgs.minimize(tail, x0s, data, 1000, 1e-12, ftol, window)
+    assert flat.message == lbfgs.STOPS[lbfgs.FLAT] and not flat.converged(1e-12)
+    assert flat.nit % window == 0 and flat.nit >= 2 * window
+    assert_reported_at_its_point(tail, flat, data)
+    (cut,) = lbfgs.minimize(tail, x0s, data, flat.nit, 1e-12)
+    np.testing.assert_array_equal(cut.x, flat.x)
+    # the last window fell by at most ftol, the one before by more
+    before = [lbfgs.minimize(tail, x0s, data, flat.nit - k * window, 1e-12)[0].fun
+              for k in (1, 2)]  # fmt: skip
+    assert before[0] - flat.fun <= ftol * abs(flat.fun)
+    assert before[1] - before[0] > ftol * abs(before[0])
+    (full,) = lbfgs.minimize(tail, x0s, data, 1000, 1e-12)
+    assert full.message == lbfgs.STOPS[lbfgs.CONVERGED] and full.nit > flat.nit
+
+
+def test_ftol_leaves_a_fit_that_keeps_falling_as_it_is():
+    """A fit whose objective falls by more than ``ftol`` in every window reaches the gradient
+    criterion exactly as without the stop: the same iterations and point."""
+    x0s = jnp.stack([jnp.full(8, -1.2), jnp.zeros(8)])
+    plain = lbfgs.minimize(rosenbrock, x0s, jnp.float64(100.0), 2000, TOL)
+    with_ftol = lbfgs.minimize(rosenbrock, x0s, jnp.float64(100.0), 2000, TOL, 1e-12, 5)
+    for a, b in zip(plain, with_ftol, strict=True):
+        assert b.message == lbfgs.STOPS[lbfgs.CONVERGED] and (a.nit, a.nfev) == (b.nit, b.nfev)
+        np.testing.assert_array_equal(a.x, b.x)
+
+
 def test_one_program_per_shape():
-    """``max_iter``, ``grad_tol`` and the data's values are traced: only a new shape (or a new
-    objective) compiles again."""
+    """``max_iter``, ``grad_tol``, ``ftol``, ``ftol_window`` and the data's values are traced:
+    only a new shape (or a new objective) compiles again."""
     H, b = spd(12, 0)
     x0s = jnp.zeros((2, 12))
     lbfgs.minimize(quadratic, x0s, (H, b), 200, TOL)
     compiled = lbfgs._solve._cache_size()
-    lbfgs.minimize(quadratic, x0s, spd(12, 1), 7, 1e-3)
+    lbfgs.minimize(quadratic, x0s, spd(12, 1), 7, 1e-3, 1e-6, 3)
     assert lbfgs._solve._cache_size() == compiled
     lbfgs.minimize(quadratic, jnp.zeros((2, 6)), spd(6, 0), 200, TOL)
     assert lbfgs._solve._cache_size() == compiled + 1
