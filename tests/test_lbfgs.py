@@ -115,31 +115,39 @@ def test_every_other_stop_is_named_and_leaves_the_criterion_unmet():
     assert (done.nit, done.message) == (0, lbfgs.STOPS[lbfgs.CONVERGED])
 
 
-def tail(x: jax.Array, data: jax.Array) -> jax.Array:
-    """``data + sum exp(-x)``: no minimum, an objective that levels off at ``data`` while its
-    gradient ``-exp(-x)`` shrinks by a constant factor per Newton step (a flat valley)."""
-    return data + jnp.sum(jnp.exp(-x))
+def well_and_tail(x: jax.Array, data: jax.Array) -> jax.Array:
+    """``data + exp(-x) - 2 exp(-x^2)`` summed: a minimum near ``x = 0.3`` (value ``data - 1.09``
+    per entry), and towards ``x -> inf`` a flat valley levelling off at ``data`` whose gradient
+    shrinks by a constant factor per Newton step."""
+    return jnp.sum(data + jnp.exp(-x) - 2.0 * jnp.exp(-(x**2)))
 
 
-def test_a_flat_objective_stops_by_ftol_and_stays_unconverged():
+def test_a_flat_start_above_a_converged_one_stops_and_stays_unconverged():
     """With ``ftol > 0`` a start whose objective fell by less than ``ftol`` (relative) over the
-    last ``ftol_window`` iterations stops there, named, above the gradient criterion; the
-    stop only cuts the path short (the same point as ``max_iter`` at that iteration), and
-    ``ftol = 0`` runs on to the gradient criterion."""
-    x0s, data, window, ftol = jnp.zeros((1, 3)), jnp.float64(1.0), 4, 1e-4
-    (flat,) = lbfgs.minimize(tail, x0s, data, 1000, 1e-12, ftol, window)
-    assert flat.message == lbfgs.STOPS[lbfgs.FLAT] and not flat.converged(1e-12)
-    assert flat.nit % window == 0 and flat.nit >= 2 * window
-    assert_reported_at_its_point(tail, flat, data)
-    (cut,) = lbfgs.minimize(tail, x0s, data, flat.nit, 1e-12)
+    last ``ftol_window`` iterations, and that at that rate would still end above an earlier
+    converged start, stops there, named, above the gradient criterion; the stop only cuts its
+    path short (the point ``max_iter`` gives at that iteration). Before any start has
+    converged no start stops so, and ``ftol = 0`` runs every start to the criterion."""
+    data, window, ftol, tol = jnp.float64(3.0), 4, 1e-4, 1e-12
+    well, tail = jnp.zeros((1, 1)), jnp.full((1, 1), 4.0)
+    converged, flat = lbfgs.minimize(well_and_tail, jnp.concatenate([well, tail]), data, 1000,
+                                     tol, ftol, window)  # fmt: skip
+    assert converged.converged(tol) and converged.fun < 2.0
+    assert flat.message == lbfgs.STOPS[lbfgs.FLAT] and not flat.converged(tol)
+    assert flat.nit % window == 0 and flat.nit >= 2 * window and flat.fun > 2.9
+    assert_reported_at_its_point(well_and_tail, flat, data)
+    (cut,) = lbfgs.minimize(well_and_tail, tail, data, flat.nit, tol)
     np.testing.assert_array_equal(cut.x, flat.x)
     # the last window fell by at most ftol, the one before by more
-    before = [lbfgs.minimize(tail, x0s, data, flat.nit - k * window, 1e-12)[0].fun
+    before = [lbfgs.minimize(well_and_tail, tail, data, flat.nit - k * window, tol)[0].fun
               for k in (1, 2)]  # fmt: skip
     assert before[0] - flat.fun <= ftol * abs(flat.fun)
     assert before[1] - before[0] > ftol * abs(before[0])
-    (full,) = lbfgs.minimize(tail, x0s, data, 1000, 1e-12)
-    assert full.message == lbfgs.STOPS[lbfgs.CONVERGED] and full.nit > flat.nit
+    first, _ = lbfgs.minimize(well_and_tail, jnp.concatenate([tail, well]), data, 1000, tol, ftol,
+                              window)  # fmt: skip
+    (alone,) = lbfgs.minimize(well_and_tail, tail, data, 1000, tol)
+    for res in (first, alone):
+        assert res.message == lbfgs.STOPS[lbfgs.CONVERGED] and res.nit == alone.nit > flat.nit
 
 
 def test_ftol_leaves_a_fit_that_keeps_falling_as_it_is():

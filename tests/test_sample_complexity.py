@@ -127,30 +127,22 @@ def test_train_accuracy_separable_and_not():
     assert fits["close"].metrics["train_errors"] == forced_errors(close) == 1  # only the forced
 
 
-def test_a_flat_stop_never_displaces_a_converged_start():
-    """The sweep's ``ftol`` stop: a start stopped by it is flagged as not converged (its stop
-    named), and a converged start beside it is kept with the numbers it has without the stop,
-    the only one counted at the kept minimum."""
-    from workflow_lib.mlm import lbfgs
-
+def test_the_flat_stop_leaves_a_fit_whose_starts_converge_as_it_is():
+    """The sweep's ``ftol`` stop drops only starts that cannot win against an earlier converged
+    one: a fit whose starts converge has, with the stop however loose, the numbers it has
+    without it (the kept fit, its start and how many starts reach it)."""
     J, U = _couplings()
     rng = np.random.default_rng(5)
     train_seqs, test_seqs = rng.integers(0, C, (30, L)), rng.integers(0, C, (10, L))
-    cfg = {"start": "random", "restarts": 2, "l2": 1e-3, "max_iter": 2000}
+    cfg = {"start": "random", "restarts": 3, "l2": 1e-3, "max_iter": 2000}
     key = jax.random.key(4)
-    plain = plm.fit_plm("factored", cfg, train_seqs, test_seqs, J, U, BETA, key)
-    assert plain.metrics["converged"]
-    flat_cfg = {**cfg, "ftol": 0.5, "ftol_window": 1}  # any start that has not converged stops
-    alone = plm.fit_plm("factored", flat_cfg, train_seqs, test_seqs, J, U, BETA, key)
-    assert not alone.metrics["converged"]
-    assert alone.metrics["stop_reason"] == lbfgs.STOPS[lbfgs.FLAT]
-    minimum = {k: jnp.asarray(v) for k, v in plain.params.items()}
-    random = models.init(models.ArchSpec("factored", L, C), jax.random.key(6), jnp.float64)
-    both = plm.fit_plm("factored", flat_cfg, train_seqs, test_seqs, J, U, BETA, key,
-                       starts=[random, minimum])
-    m = both.metrics
-    assert m["converged"] and m["best_restart"] == 1 and m["starts_at_best"] == 1
-    assert m["restarts_converged"] == 1 and m["test_loss"] == plain.metrics["test_loss"]
+    plain = plm.fit_plm("factored", cfg, train_seqs, test_seqs, J, U, BETA, key).metrics
+    loose = plm.fit_plm("factored", {**cfg, "ftol": 0.5, "ftol_window": 1}, train_seqs,
+                        test_seqs, J, U, BETA, key).metrics  # fmt: skip
+    assert plain["restarts_converged"] == plain["starts"] == 3
+    for k in ("test_loss", "objective", "converged", "best_restart", "starts_at_best",
+              "restarts_converged", "iterations", "stop_reason"):
+        assert loose[k] == plain[k], k
 
 
 def _samples(path, train_seqs, test_seqs, J, U):

@@ -4,15 +4,18 @@ factored family's Adam solution (``polish.polish``).
 
 The iteration is optax's L-BFGS (memory 20) with its zoom line search (strong Wolfe
 conditions, first trial step 1) inside a ``lax.while_loop``; the starts run one after another
-in the same program (``lax.map``: each stops at its own iteration count, where ``vmap`` would run
-all to the slowest one's). The only regular stop is the gradient criterion, the largest absolute
-gradient entry below ``grad_tol``; the others leave it above and say why (``STOPS``):
-``max_iter`` iterations; with ``ftol > 0``, an objective that fell by less than ``ftol``
-(relative) over the last ``ftol_window`` iterations (looked at every ``ftol_window``
-iterations: a fit that creeps along a flat valley, where more iterations change the objective
-no more than that); or a line search that found no decrease (or a non-finite objective)
-twice in a row, the second time from the steepest-descent step of an emptied memory, as in
-L-BFGS-B (the last point with a decrease is kept, as at a float64 precision limit near a
+in the same program (``lax.scan``: each stops at its own iteration count, where ``vmap`` would
+run all to the slowest one's). The only regular stop is the gradient criterion, the largest
+absolute gradient entry below ``grad_tol``; the others leave it above and say why (``STOPS``):
+``max_iter`` iterations; with ``ftol > 0``, a start that cannot win (``FLAT``): its objective
+fell by less than ``ftol`` (relative) over the last ``ftol_window`` iterations (looked at
+every ``ftol_window`` iterations: it creeps along a flat valley) and, falling on at that rate
+until ``max_iter``, it would still end above the lowest objective of an earlier start that met
+the criterion (so no start is dropped before one has converged, and the lowest converged
+objective stays the lowest unless a dropped start's descent would have sped up by the ratio of
+that gap to its projected fall); or a line search that found no decrease (or a non-finite
+objective) twice in a row, the second time from the steepest-descent step of an emptied memory,
+as in L-BFGS-B (the last point with a decrease is kept, as at a float64 precision limit near a
 minimum).
 
 ``objective`` is a ``jit`` static argument, so a function that is the same object on every call
@@ -45,7 +48,7 @@ RUNNING, CONVERGED, MAX_ITER, NO_DECREASE, NOT_FINITE, FLAT = range(6)
 STOPS = {
     CONVERGED: "CONVERGENCE: max |gradient| <= grad_tol",
     MAX_ITER: "STOP: ITERATIONS REACHED max_iter",
-    FLAT: "STOP: RELATIVE REDUCTION OF OBJECTIVE OVER ftol_window ITERATIONS <= ftol",
+    FLAT: "STOP: FLAT (RELATIVE REDUCTION OVER ftol_window <= ftol) ABOVE A CONVERGED START",
     NO_DECREASE: "ABNORMAL: LINE SEARCH FOUND NO DECREASE",
     NOT_FINITE: "ABNORMAL: NON-FINITE OBJECTIVE OR GRADIENT",
 }
@@ -113,7 +116,7 @@ def _solve(objective: Callable, x0s, data, max_iter: Array, grad_tol: Array, fto
     opt = optax.lbfgs(memory_size=MEMORY)
     clock = jax.ShapeDtypeStruct((), jnp.float64)
 
-    def one(args):
+    def one(best, args):  # best: the lowest objective of the earlier converged starts
         index, x0 = args
         fun = partial(objective, data=data)
 
@@ -131,7 +134,10 @@ def _solve(objective: Callable, x0s, data, max_iter: Array, grad_tol: Array, fto
             failed = ~finite | ~((new_value < value) | (g <= grad_tol))
             # every ftol_window iterations: the objective against the one a window ago
             looked = ~failed & ((k + 1) % ftol_window == 0)
-            flat = looked & (ftol > 0) & (ref - new_value <= ftol * jnp.abs(new_value))
+            fall = ref - new_value
+            projected = new_value - fall * (max_iter - k - 1) / ftol_window  # at max_iter
+            flat = (looked & (ftol > 0) & (fall <= ftol * jnp.abs(new_value))
+                    & (projected > best))  # fmt: skip
             status = jnp.select(
                 [failed & fresh & ~finite, failed & fresh, failed, g <= grad_tol,
                  k + 1 >= max_iter, flat],
@@ -158,20 +164,21 @@ def _solve(objective: Callable, x0s, data, max_iter: Array, grad_tol: Array, fto
             (x0, _fresh(opt, x0, value0, grad0), jnp.asarray(True), jnp.asarray(0),
              jnp.asarray(1), status0, since, value0))  # fmt: skip
         value, grad = _value_and_grad(state)
-        return x, value, _max_abs(grad), k, nfev, status
+        best = jnp.where(status == CONVERGED, jnp.minimum(best, value), best)
+        return best, (x, value, _max_abs(grad), k, nfev, status)
 
     n = jax.tree_util.tree_leaves(x0s)[0].shape[0]
-    return jax.lax.map(one, (jnp.arange(n), x0s))
+    return jax.lax.scan(one, jnp.asarray(jnp.inf, jnp.float64), (jnp.arange(n), x0s))[1]
 
 
 def minimize(objective: Callable, starts: Sequence, data, max_iter: int, grad_tol: float,
              ftol: float = 0.0, ftol_window: int = 1000) -> list[Result]:  # fmt: skip
     """Minimise ``objective(x, data) -> scalar`` by L-BFGS from every start in ``starts``
     (pytrees of one structure and shape; an array's rows are starts) to the gradient criterion
-    ``grad_tol``, at most ``max_iter`` iterations each, and, when ``ftol > 0``, no further than
-    an objective that fell by less than ``ftol`` (relative) over the last ``ftol_window``
-    iterations (``STOPS[FLAT]``; the criterion stays unmet); a start that runs longer than
-    ``REPORT_SECONDS`` logs its progress. Returns one ``Result`` per start, in order."""
+    ``grad_tol``, at most ``max_iter`` iterations each; when ``ftol > 0``, a start that cannot
+    win stops (``STOPS[FLAT]``, see the module doc; the criterion stays unmet); a start that
+    runs longer than ``REPORT_SECONDS`` logs its progress. Returns one ``Result`` per start, in
+    order."""
     x, *figures = _solve(objective, jax.tree_util.tree_map(lambda *x: jnp.stack(x), *starts),
                          data, jnp.asarray(max_iter), jnp.asarray(grad_tol, jnp.float64),
                          jnp.asarray(ftol, jnp.float64), jnp.asarray(max(ftol_window, 1)))
