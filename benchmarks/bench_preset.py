@@ -14,7 +14,10 @@ kind without a realisation (the replica theory, the tables, the figures) costs w
 once. The jobs are projected as they ran: one thread each, with the run's realisations per
 training job. The ``projection`` row sums the job time and spreads it over 2 and 8 such jobs
 at a time: a lower bound on the wall time, which also waits on the jobs' dependencies (never
-below the longest job). Rows hold the run's backend and device, read from its artefacts.
+below the longest job). Each kind's row also holds its jobs' CPU time (``run_cpu_seconds``,
+Snakemake's ``cpu_time``): with one thread per job, the time a core spent on them, which jobs
+sharing a core with other work do not inflate as they do the wall time. Rows hold the run's
+backend and device, read from its artefacts.
 """
 
 from __future__ import annotations
@@ -31,7 +34,8 @@ from workflow_lib.registry import STUDY_NAMES, studies
 
 REPO = Path(__file__).resolve().parents[1]
 COLUMNS = ("table", "study", "preset", "kind", "run_jobs", "run_realisations", "run_seconds",
-           "job_hours", "wall_hours_2_cores", "wall_hours_8_cores", "run_backend", "run_device")
+           "run_cpu_seconds", "job_hours", "wall_hours_2_cores", "wall_hours_8_cores",
+           "run_backend", "run_device")
 
 
 def run_device(results: Path) -> tuple[str, str]:
@@ -64,17 +68,18 @@ def main() -> None:
               "run_device": device}
     print(f"run on {backend} ({device}); {args.preset.name} has {cfg['realisations']} "
           "realisations")
-    print(f"{'kind of job':<40}{'jobs':>6}{'realisations':>14}{'run s':>10}{'preset job h':>14}")
+    print(f"{'kind of job':<40}{'jobs':>6}{'realisations':>14}{'run s':>10}{'CPU s':>10}"
+          f"{'preset job h':>14}")
     total, longest = 0.0, 0.0
     for row in cost_by_kind(costs).itertuples():
         scale = cfg["realisations"] / row.realisations if row.realisations else 1
         hours = row.wall_s * scale / 3600
         total, longest = total + hours, max(longest, row.longest_s / 3600)
         print(f"{row.kind:<40}{row.jobs:>6}{row.realisations:>14}{row.wall_s:>10.1f}"
-              f"{hours:>14.2f}")
+              f"{row.cpu_s:>10.1f}{hours:>14.2f}")
         rec.add(table="per kind", kind=row.kind, run_jobs=row.jobs,
-                run_realisations=row.realisations,
-                run_seconds=round(row.wall_s, 1), job_hours=round(hours, 3), **common)
+                run_realisations=row.realisations, run_seconds=round(row.wall_s, 1),
+                run_cpu_seconds=round(row.cpu_s, 1), job_hours=round(hours, 3), **common)
     wall = {n: max(total / n, longest) for n in (2, 8)}
     print(f"{args.preset.name}: {total:.1f} h of job time; wall at least {wall[2]:.1f} h on 2 "
           f"cores, {wall[8]:.1f} h on 8")

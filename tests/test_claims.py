@@ -8,7 +8,10 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from tests.conftest import ROOT
 from workflow_lib import claims as c
+from workflow_lib.config import read_config_files
+from workflow_lib.mlm.architectures import training_config
 from workflow_lib.studies.potts_paper.claims import potts_claims
 from workflow_lib.studies.potts_paper.tables import capacity_edge
 
@@ -279,3 +282,21 @@ def test_the_criteria_page_lists_every_criterion_of_every_study():
         for k in study_criteria(study):
             assert f"| `{k.name}` |" in page and k.protects in page
     assert "| `CAPACITY_WINDOW` | [1, 4] |" in page
+
+
+def test_no_claim_or_check_reads_the_polish_of_the_interpolated_layer():
+    """The paper presets leave the interpolated layer unpolished (``arch_polish_max_iter``):
+    its polished columns may change, or be the Adam solution's, without changing a row of the
+    claims table; factored attention, whose polish the checks read, stays polished."""
+    tables = _potts_tables([0.001, 0.002, 0.0015])
+    plain = potts_claims(tables)
+    final = tables["training_final"]
+    interp = final["arch"].str.startswith("interp-a")
+    for column in ("test_loss", "test_loss_heldout", "recon_error", "pearson_r"):
+        final.loc[interp, column] = final.loc[interp, column].fillna(0.5) + 0.3
+    final.loc[interp, "polished"] = False
+    pd.testing.assert_frame_equal(potts_claims(tables), plain)
+    for preset in ("paper.yaml", "paper_identity.yaml"):
+        training = read_config_files([ROOT / "config.yaml", ROOT / "config" / preset])["training"]
+        assert training_config(training, "factored")["polish_max_iter"] > 0
+        assert training_config(training, "interp-a0.2")["polish_max_iter"] == 0

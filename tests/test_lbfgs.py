@@ -115,14 +115,60 @@ def test_every_other_stop_is_named_and_leaves_the_criterion_unmet():
     assert (done.nit, done.message) == (0, lbfgs.STOPS[lbfgs.CONVERGED])
 
 
+def well_and_tail(x: jax.Array, data: jax.Array) -> jax.Array:
+    """``data + exp(-x) - 2 exp(-x^2)`` summed: a minimum near ``x = 0.3`` (value ``data - 1.09``
+    per entry), and towards ``x -> inf`` a flat valley levelling off at ``data`` whose gradient
+    shrinks by a constant factor per Newton step."""
+    return jnp.sum(data + jnp.exp(-x) - 2.0 * jnp.exp(-(x**2)))
+
+
+def test_a_flat_start_above_a_converged_one_stops_and_stays_unconverged():
+    """With ``ftol > 0`` a start whose objective fell by less than ``ftol`` (relative) over the
+    last ``ftol_window`` iterations, and that at that rate would still end above an earlier
+    converged start, stops there, named, above the gradient criterion; the stop only cuts its
+    path short (the point ``max_iter`` gives at that iteration). Before any start has
+    converged no start stops so, and ``ftol = 0`` runs every start to the criterion."""
+    data, window, ftol, tol = jnp.float64(3.0), 4, 1e-4, 1e-12
+    well, tail = jnp.zeros((1, 1)), jnp.full((1, 1), 4.0)
+    converged, flat = lbfgs.minimize(well_and_tail, jnp.concatenate([well, tail]), data, 1000,
+                                     tol, ftol, window)  # fmt: skip
+    assert converged.converged(tol) and converged.fun < 2.0
+    assert flat.message == lbfgs.STOPS[lbfgs.FLAT] and not flat.converged(tol)
+    assert flat.nit % window == 0 and flat.nit >= 2 * window and flat.fun > 2.9
+    assert_reported_at_its_point(well_and_tail, flat, data)
+    (cut,) = lbfgs.minimize(well_and_tail, tail, data, flat.nit, tol)
+    np.testing.assert_array_equal(cut.x, flat.x)
+    # the last window fell by at most ftol, the one before by more
+    before = [lbfgs.minimize(well_and_tail, tail, data, flat.nit - k * window, tol)[0].fun
+              for k in (1, 2)]  # fmt: skip
+    assert before[0] - flat.fun <= ftol * abs(flat.fun)
+    assert before[1] - before[0] > ftol * abs(before[0])
+    first, _ = lbfgs.minimize(well_and_tail, jnp.concatenate([tail, well]), data, 1000, tol, ftol,
+                              window)  # fmt: skip
+    (alone,) = lbfgs.minimize(well_and_tail, tail, data, 1000, tol)
+    for res in (first, alone):
+        assert res.message == lbfgs.STOPS[lbfgs.CONVERGED] and res.nit == alone.nit > flat.nit
+
+
+def test_ftol_leaves_a_fit_that_keeps_falling_as_it_is():
+    """A fit whose objective falls by more than ``ftol`` in every window reaches the gradient
+    criterion exactly as without the stop: the same iterations and point."""
+    x0s = jnp.stack([jnp.full(8, -1.2), jnp.zeros(8)])
+    plain = lbfgs.minimize(rosenbrock, x0s, jnp.float64(100.0), 2000, TOL)
+    with_ftol = lbfgs.minimize(rosenbrock, x0s, jnp.float64(100.0), 2000, TOL, 1e-12, 5)
+    for a, b in zip(plain, with_ftol, strict=True):
+        assert b.message == lbfgs.STOPS[lbfgs.CONVERGED] and (a.nit, a.nfev) == (b.nit, b.nfev)
+        np.testing.assert_array_equal(a.x, b.x)
+
+
 def test_one_program_per_shape():
-    """``max_iter``, ``grad_tol`` and the data's values are traced: only a new shape (or a new
-    objective) compiles again."""
+    """``max_iter``, ``grad_tol``, ``ftol``, ``ftol_window`` and the data's values are traced:
+    only a new shape (or a new objective) compiles again."""
     H, b = spd(12, 0)
     x0s = jnp.zeros((2, 12))
     lbfgs.minimize(quadratic, x0s, (H, b), 200, TOL)
     compiled = lbfgs._solve._cache_size()
-    lbfgs.minimize(quadratic, x0s, spd(12, 1), 7, 1e-3)
+    lbfgs.minimize(quadratic, x0s, spd(12, 1), 7, 1e-3, 1e-6, 3)
     assert lbfgs._solve._cache_size() == compiled
     lbfgs.minimize(quadratic, jnp.zeros((2, 6)), spd(6, 0), 200, TOL)
     assert lbfgs._solve._cache_size() == compiled + 1

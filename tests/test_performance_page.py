@@ -91,7 +91,7 @@ def test_preset_projection_scales_each_realisation_and_keeps_the_rest(tmp_path):
     """bench_preset.py: a kind of job with a realisation (or chunk) in its path costs its wall
     time per realisation it covered in the run times the preset's realisations; the others
     cost what they cost once; the wall time over n cores is the job time over n, never below
-    the longest job."""
+    the longest job; each kind's row holds its jobs' CPU time in the run."""
     bench = tmp_path / "run" / "benchmarks"
     walls = {"potts/r0/samples": 100.0, "potts/r1/samples": 140.0,
              "train/factored/r0-1": 360.0, "theory/replica_theory": 7200.0,
@@ -109,6 +109,9 @@ def test_preset_projection_scales_each_realisation_and_keeps_the_rest(tmp_path):
     kinds = {r["kind"]: float(r["job_hours"]) for r in rows if r["table"] == "per kind"}
     assert kinds == {"potts/r*/samples": 0.333, "train/factored/r*": 0.5,
                      "theory/replica_theory": 2.0, "plm/full/r*": 0.167}
+    cpu = {r["kind"]: float(r["run_cpu_seconds"]) for r in rows if r["table"] == "per kind"}
+    assert cpu == {"potts/r*/samples": 2.0, "train/factored/r*": 1.0,
+                   "theory/replica_theory": 1.0, "plm/full/r*": 1.0}  # the run's, summed
     # (100 + 140) s * 10 / 2, 360 s * 10 / 2, once, 60 s * 10 / 1 (one realisation run)
     (projection,) = [r for r in rows if r["table"] == "projection"]
     assert float(projection["job_hours"]) == 3.0

@@ -127,6 +127,24 @@ def test_train_accuracy_separable_and_not():
     assert fits["close"].metrics["train_errors"] == forced_errors(close) == 1  # only the forced
 
 
+def test_the_flat_stop_leaves_a_fit_whose_starts_converge_as_it_is():
+    """The sweep's ``ftol`` stop drops only starts that cannot win against an earlier converged
+    one: a fit whose starts converge has, with the stop however loose, the numbers it has
+    without it (the kept fit, its start and how many starts reach it)."""
+    J, U = _couplings()
+    rng = np.random.default_rng(5)
+    train_seqs, test_seqs = rng.integers(0, C, (30, L)), rng.integers(0, C, (10, L))
+    cfg = {"start": "random", "restarts": 3, "l2": 1e-3, "max_iter": 2000}
+    key = jax.random.key(4)
+    plain = plm.fit_plm("factored", cfg, train_seqs, test_seqs, J, U, BETA, key).metrics
+    loose = plm.fit_plm("factored", {**cfg, "ftol": 0.5, "ftol_window": 1}, train_seqs,
+                        test_seqs, J, U, BETA, key).metrics  # fmt: skip
+    assert plain["restarts_converged"] == plain["starts"] == 3
+    for k in ("test_loss", "objective", "converged", "best_restart", "starts_at_best",
+              "restarts_converged", "iterations", "stop_reason"):
+        assert loose[k] == plain[k], k
+
+
 def _samples(path, train_seqs, test_seqs, J, U):
     write_artefact(path, POTTS_SAMPLES, {"train": train_seqs, "test": test_seqs, "J": J, "U": U},
                    {}, seeds={"seed": 0, "realisation": 0}, attrs={"beta": BETA})  # fmt: skip
@@ -226,6 +244,7 @@ def test_identity_presets():
     a, b = dict(leaves(literal)), dict(leaves(paper))
     assert {k for k in a.keys() | b.keys() if a.get(k) != b.get(k)} == {
         "results", "beta_tuning.target_hamming", "beta_tuning.candidates", "sample_complexity.M",
-        "sample_complexity.penalty", "sample_complexity.l2", "sample_complexity.max_iter"}
+        "sample_complexity.penalty", "sample_complexity.l2", "sample_complexity.max_iter",
+        "sample_complexity.ftol"}
     assert yaml.safe_load((ROOT / "config/paper_identity.yaml").read_text())["results"] == (
         "results/paper_identity")

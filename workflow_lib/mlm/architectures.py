@@ -26,23 +26,31 @@ def parse_arch(name: str) -> tuple[str, float | None]:
     return name, None
 
 
+def family_option(training: dict, family: str, name: str) -> int:
+    """Option ``name`` of model family ``family`` (``parse_arch``) under the ``training``
+    config: its override ``arch_<name>[family]``, else ``name``."""
+    return training[f"arch_{name}"].get(family, training[name])
+
+
 def restarts(training: dict, family: str) -> int:
-    """The restarts of model family ``family`` (``parse_arch``) under the ``training`` config:
-    ``arch_restarts[family]``, else ``restarts``."""
-    return training["arch_restarts"].get(family, training["restarts"])
+    """The restarts of model family ``family``: ``arch_restarts[family]``, else ``restarts``."""
+    return family_option(training, family, "restarts")
 
 
 def training_config(training: dict, arch: str) -> dict:
     """The options of ``train.train_mlm`` for run ``arch`` (``parse_arch``) from a ``training``
-    config section: its family's learning rate (``learning_rates``, else ``learning_rate``) and
-    restarts (the function ``restarts``), its mixing ``a`` when interpolated, every other option
-    as given."""
+    config section: its family's learning rate (``learning_rates``, else ``learning_rate``),
+    restarts and polish iterations (``family_option``: ``arch_restarts``,
+    ``arch_polish_max_iter``), its mixing ``a`` when interpolated, every other option as given."""
     family, a = parse_arch(arch)
-    cfg = {k: v for k, v in training.items() if k not in ("architectures", "interpolation_a",
-                                                           "learning_rates", "arch_restarts")}
+    overrides = ("restarts", "polish_max_iter")
+    cfg = {k: v for k, v in training.items()
+           if k not in ("architectures", "interpolation_a", "learning_rates",
+                        *(f"arch_{name}" for name in overrides))}  # fmt: skip
     return cfg | {"learning_rate": training["learning_rates"].get(family,
                                                                   training["learning_rate"]),
-                  "restarts": restarts(training, family), **({"a": a} if a is not None else {})}
+                  **{name: family_option(training, family, name) for name in overrides},
+                  **({"a": a} if a is not None else {})}
 
 
 def wildcard_pattern() -> str:

@@ -21,9 +21,10 @@ so a fit from random starts is judged against this floor as well as against the 
   0.68), so the schema's default is 1e-3.
 
 Convergence: L-BFGS (``lbfgs.minimize``, every start in one compiled program) runs until the
-largest absolute gradient entry of the objective is below ``grad_tol`` (no relative-decrease
-stop); a fit that stops otherwise (``max_iter``, a line search with no decrease) is reported
-with ``converged = False`` and the optimiser's message, never silently.
+largest absolute gradient entry of the objective is below ``grad_tol``; a fit that stops
+otherwise (``max_iter``, a line search with no decrease, or, where ``ftol > 0``, an objective
+that fell by less than ``ftol`` over ``ftol_window`` iterations: the sample-complexity sweep's
+option) is reported with ``converged = False`` and the optimiser's message, never silently.
 
 Reducing ``full`` couplings to an ``(L, L)`` map (compared with ``J`` like an attention map): the
 only gauge without fields is ``J_ij(a, b) -> J_ij(a, b) + f_ij(b)``, so centre over ``a``; the true
@@ -234,6 +235,8 @@ def fit_plm(
 
     ``cfg`` keys (all optional, defaults ``plm_config(kind, {})``): ``l2``, ``max_iter``,
     ``grad_tol`` (the convergence criterion: largest absolute gradient entry at the solution),
+    ``ftol`` and ``ftol_window`` (the relative-reduction stop of ``lbfgs.minimize``; default
+    none; not applied to the full fit behind a spectral start),
     ``start`` (``factored``: ``random`` or ``spectral``), ``restarts`` and ``init_scale`` (random
     starts), ``l2_full`` (spectral start). ``starts``: initial parameters
     (e.g. Adam solutions to polish) instead of the kind's own starts (random, zero, or the
@@ -265,8 +268,8 @@ def fit_plm(
     elif kind == "factored":
         starts = []
         if cfg["start"] in ("spectral", "spectral_and_random"):
-            full = fit_plm("full", {**cfg, "l2": cfg["l2_full"]}, train_seqs, test_seqs, J, U,
-                           beta, key)  # fmt: skip
+            full = fit_plm("full", {**cfg, "l2": cfg["l2_full"], "ftol": 0.0}, train_seqs,
+                           test_seqs, J, U, beta, key)  # fmt: skip
             A0, V0, _ = rank1_factors(jnp.asarray(full.params["J"]))
             starts.append({"A": A0, "V": V0})
         if cfg["start"] in ("random", "spectral_and_random"):
@@ -279,7 +282,8 @@ def fit_plm(
     grad_tol = float(cfg["grad_tol"])
     distinct, weights = distinct_with_weights(np.asarray(train), C)
     data = (jnp.asarray(distinct), jnp.asarray(weights, jnp.float64), jnp.float64(l2))
-    fits = minimize(_objective(fam, spec), starts, data, int(cfg["max_iter"]), grad_tol)
+    fits = minimize(_objective(fam, spec), starts, data, int(cfg["max_iter"]), grad_tol,
+                    float(cfg.get("ftol", 0.0)), int(cfg.get("ftol_window", 1)))
     ok = [res.converged(grad_tol) for res in fits]
     best = min(range(len(fits)), key=lambda k: (not ok[k], fits[k].fun))
     res = fits[best]

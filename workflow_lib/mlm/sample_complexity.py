@@ -45,10 +45,11 @@ def curve(train: np.ndarray, test: np.ndarray, J: np.ndarray, U: np.ndarray, bet
     ``train[:M]: (M, L)`` for every M of ``sc["M"]``; test loss on ``test: (n_test, L)``.
 
     ``sc``: a ``sample_complexity`` config section (``M``, ``l2``, ``penalty``, ``max_iter``,
-    ``restarts``, ``start``, ``grad_tol``); ``l2_full``: the l2 of the full fit behind a
-    spectral start. The penalty's form: ``mean``, l2 beside the loss averaged over sequences
-    and sites; ``sum``, eq. (6) of the paper, fitted as the averaged objective with l2 / (M L)
-    (``plm.effective_l2``: ``l2_effective``). Per M besides ``COLUMNS``: ``converged``,
+    ``ftol``, ``ftol_window``, ``restarts``, ``start``, ``grad_tol``); ``l2_full``: the l2 of
+    the full fit behind a spectral start. The penalty's form: ``mean``, l2 beside the loss
+    averaged over sequences and sites; ``sum``, eq. (6) of the paper, fitted as the averaged
+    objective with l2 / (M L) (``plm.effective_l2``: ``l2_effective``). A start stopped by
+    ``ftol`` is not converged. Per M besides ``COLUMNS``: ``converged``,
     ``best_start`` (0 is the spectral start when there is one), ``starts_at_best`` (converged
     starts within 1e-4 of the kept objective, relative), ``train_errors`` (training tokens the
     fit gets wrong), ``forced_errors`` (those the conflicts of ``train[:M]`` force wrong on every
@@ -62,7 +63,8 @@ def curve(train: np.ndarray, test: np.ndarray, J: np.ndarray, U: np.ndarray, bet
         raise ValueError(f"sample_complexity.M goes up to {sizes.max()} but the data set has "
                          f"{len(train)} training sequences; raise sampling.n_train")
     cfg = {"l2_full": l2_full,
-           **{k: sc[k] for k in ("start", "l2", "max_iter", "restarts", "grad_tol")}}
+           **{k: sc[k] for k in ("start", "l2", "max_iter", "restarts", "grad_tol", "ftol",
+                                  "ftol_window")}}
     l2s = [effective_l2(sc["l2"], sc["penalty"], int(M), J.shape[0]) for M in sizes]
     in_train = in_training_set(train, test)
     heldout = test[~in_train]
@@ -76,7 +78,7 @@ def curve(train: np.ndarray, test: np.ndarray, J: np.ndarray, U: np.ndarray, bet
                  "%.1e, start %d (%s), %d of %d starts at that minimum: %s", M, m["test_loss"],
                  m["train_loss"], m["train_accuracy"], m["grad_norm"], m["best_restart"],
                  sc["start"], m["starts_at_best"], m["starts"],
-                 "converged" if m["converged"] else "NOT CONVERGED")
+                 "converged" if m["converged"] else f"NOT CONVERGED ({m['stop_reason']})")
     column = lambda k: np.array([m[k] for m in fits])  # noqa: E731
     forced = np.array([forced_errors(train[:M]) for M in sizes])
     errors = column("train_errors")
