@@ -222,9 +222,11 @@ def results_page(snapshot_dir: Path, study: Study, preset: str) -> str:
     configs += "".join(f" --configfile {c}" for c in source.get("configs", []))
     produced = f"`snakemake --cores all{configs}`"
     if "shards" in source:  # merged from shards (workflow_lib.shard_snapshots)
+        held, planned = source["realisations"]
         produced = (f"`snakemake --cores all{configs} --config shard=FIRST-LAST` in the shards "
-                    f"{', '.join(source['shards'])}, merged by `python -m workflow_lib docs "
-                    f"--preset {preset} --merge`")
+                    f"{', '.join(source['shards'])} (realisations 0-{held - 1}: {held} of the "
+                    f"run's {planned}), merged by `python -m workflow_lib docs --preset {preset} "
+                    "--merge`")
     lines = [f"# {study.title}: the {preset} run", "",
              f"*{study.paper}.*", "",
              f"Produced by {produced}; this page by `python -m workflow_lib "

@@ -3,7 +3,7 @@ run's shard snapshots into its snapshot.
 
 ``python -m workflow_lib docs --preset NAME --results RESULTS`` on the results of a shard (its
 manifest, ``workflow_lib.run_manifest``, names one) writes the shard's snapshot
-``docs/results/NAME/shards/<label>/`` (``snapshot_shard``): the manifest with the config files
+``docs/results/NAME/shards/<name>/`` (``snapshot_shard``, ``shards.snapshot_name``): the manifest with the config files
 and targets the command names, each study's per-realisation and shared tables under
 ``tables/<study>/`` and the measured costs of the shard's jobs (``<study>-costs.csv``).
 ``python -m workflow_lib docs --preset NAME --merge`` merges a run's shard snapshots into its
@@ -29,7 +29,8 @@ import pandas as pd
 from workflow_lib.artefacts import atomic_path, write_csv
 from workflow_lib.pages import job_costs, job_realisations, recompute_claims
 from workflow_lib.registry import Panel, Study, resolve, studies
-from workflow_lib.shards import MANIFEST, REALISATION, ShardError, finish_tables, label, parse
+from workflow_lib.shards import (MANIFEST, REALISATION, ShardError, finish_tables, parse,
+                                 snapshot_name)
 
 SHARDS = "shards"  # the folder of a run's shard snapshots, in its snapshot
 
@@ -97,7 +98,7 @@ def _replace_folder(build: Path, dest: Path) -> None:
 def snapshot_shard(results: Path, run: Path, record: dict[str, Any], source: dict[str, Any],
                    only: tuple[str, ...] = ()) -> Path:
     """Write the snapshot of the shard in ``results`` (``record``: its manifest) under the run's
-    snapshot ``run`` as ``shards/<label>/`` (replacing an earlier one): the manifest with
+    snapshot ``run`` as ``shards/<name>/`` (``shards.snapshot_name``; replacing an earlier one): the manifest with
     ``source`` (the config files and targets of the run) and, for each study of the shard (of
     ``only`` when given), its per-realisation and shared tables under ``tables/<study>/`` and its
     jobs' measured costs (``shard_costs``) as ``<study>-costs.csv``; returns its folder."""
@@ -105,7 +106,8 @@ def snapshot_shard(results: Path, run: Path, record: dict[str, Any], source: dic
     by_name = {study.name: study for study in studies()}
     for name in names:
         _check_finished(results, by_name[name], record["realisations"][name])
-    dest = run / SHARDS / label(record["shard"])
+    part = record.get("shard_studies") is not None or bool(only)
+    dest = run / SHARDS / snapshot_name(record["shard"], names if part else None)
     build = dest.with_name(f".{dest.name}.tmp-{os.getpid()}")
     shutil.rmtree(build, ignore_errors=True)
     for name in names:
@@ -140,7 +142,7 @@ def _difference(a: Any, b: Any, key: str = "") -> tuple[str, Any, Any] | None:
 
 def _shard_records(run: Path) -> list[tuple[str, Path, dict[str, Any]]]:
     """``(name, folder, manifest)`` of each shard snapshot of the run's snapshot ``run``
-    (``shards/<label>``), in the order of their first realisation."""
+    (``shards/<name>``), in the order of their first realisation."""
     folders = sorted(p.parent for p in (run / SHARDS).glob(f"*/{MANIFEST}"))
     if not folders:
         raise ShardError(f"{run / SHARDS}: no shard snapshots; write them with python -m "
@@ -177,7 +179,9 @@ def _check_alike(records: list[tuple[str, Path, dict[str, Any]]]) -> None:
 def _holders(records: list[tuple[str, Path, dict[str, Any]]], study: Study,
              cfg: dict[str, Any]) -> list[tuple[str, Path, dict[str, Any]]]:
     """The shards that hold ``study`` (none: it is not merged); raise ``ShardError`` when two
-    hold one realisation or the shards miss one of the whole run of ``cfg``."""
+    hold one realisation or the shards leave a gap: they must hold realisations 0 to k - 1 of
+    the whole run of ``cfg``, k at most its count (a run merged as far as its shards have come:
+    every realisation started counts, none is picked)."""
     holders = [each for each in records if study.name in each[2]["realisations"]]
     if not holders:
         return []
@@ -188,11 +192,12 @@ def _holders(records: list[tuple[str, Path, dict[str, Any]]], study: Study,
                 raise ShardError(f"{name}: realisation {r} of {study.name} is also in "
                                  f"{seen[r]}; each realisation belongs to one shard")
             seen[r] = name
-    missing = set(range(study.realisation_count(cfg))) - seen.keys()
+    missing = set(range(max(seen) + 1)) - seen.keys()
     if missing:
         raise ShardError(f"{SHARDS}: no shard holds realisations {_ranges(missing)} of "
-                         f"{study.name} ({study.realisations} = {study.realisation_count(cfg)}); "
-                         "snapshot the missing shards first")
+                         f"{study.name}, below {_ranges([max(seen)])} ({study.realisations} = "
+                         f"{study.realisation_count(cfg)}); the shards merge from realisation 0 "
+                         "on without a gap: snapshot the missing shards first")
     return holders
 
 
@@ -262,8 +267,8 @@ def merge_shards(run: Path, only: tuple[str, ...] = ()) -> list[str]:
     the studies merged (those of ``only`` when given).
 
     Refuses, with one line naming the shard and the key and before writing anything, shards of
-    another config or code (``_check_alike``), a realisation in two shards and a realisation of
-    the whole run in none (``_holders``), and shared tables that differ (``_merged_tables``).
+    another config or code (``_check_alike``), a realisation in two shards and a gap in the
+    realisations 0 to k - 1 they hold (``_holders``), and shared tables that differ (``_merged_tables``).
     Then for each study: its tables as a whole run writes them, its claims table recomputed from
     them (``pages.recompute_claims``), its figures redrawn (``_redraw``), its job costs summed
     over the shards (``_merged_costs``) and its ``source.json``: the first shard's config files
@@ -293,6 +298,8 @@ def merge_shards(run: Path, only: tuple[str, ...] = ()) -> list[str]:
         _redraw(run, study, cfg)
         first = holders[0][2]
         _write_json(run / f"{study.name}-source.json", {
-            **first["source"], "shards": [label(record["shard"]) for _, _, record in holders],
+            **first["source"], "shards": [path.name for _, path, _ in holders],
+            "realisations": [sum(len(record["realisations"][study.name])
+                                 for _, _, record in holders), study.realisation_count(cfg)],
             "config_digest": first["config_digest"], "code": first["code"][study.name]})
     return [study.name for study, *_ in merged]

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 REALISATION = "realisation"  # the column of a per-realisation table
 MANIFEST = "manifest.json"  # a run's manifest in its results folder (workflow_lib.run_manifest)
-RUN_KEYS = ("shard", "results")  # config keys that change no number: not in a shard's digest
+RUN_KEYS = ("shard", "shard_studies", "results")  # keys that change no number: not in the digest
 
 
 class ShardError(ValueError):
@@ -57,9 +57,19 @@ def shard_range(cfg: Config) -> range | None:
 
 def realisations(cfg: Config, study: Study) -> list[int]:
     """The ids of ``study``'s realisations in the run of ``cfg``: every one of the whole run, or
-    those in its shard (none for a study without realisations in a shard)."""
+    those in its shard (none for a study without realisations in a shard, or not among its
+    ``shard_studies``)."""
     ids = shard_range(cfg)
+    if ids is not None and study.name not in (cfg["shard_studies"] or [study.name]):
+        return []
     return [r for r in range(study.realisation_count(cfg)) if ids is None or r in ids]
+
+
+def snapshot_name(shard: str, studies_: list[str] | None) -> str:
+    """The folder of a shard's snapshot: its ``label``, followed by ``.STUDY+STUDY`` when it holds
+    only some studies (``shard_studies``, or ``docs --study``), so that shards of one range but
+    other studies land beside each other."""
+    return label(shard) + ("" if studies_ is None else "." + "+".join(sorted(studies_)))
 
 
 def check(cfg: Config) -> None:
@@ -68,6 +78,9 @@ def check(cfg: Config) -> None:
     of the Potts paper's training chunks (``compute.realisations_per_job``)."""
     ids = shard_range(cfg)
     if ids is None:
+        if cfg["shard_studies"] is not None:
+            raise ConfigError(f"shard_studies = {json.dumps(cfg['shard_studies'])}: only with "
+                              "shard (FIRST-LAST); null for a whole run")
         return
     text = f"shard = {json.dumps(cfg['shard'])}"
     if not ids:
@@ -110,5 +123,5 @@ def manifest_params(cfg: Config, names: list[str]) -> dict[str, Any]:
     realisations in the run."""
     by_name = {study.name: study for study in studies()}
     config = {key: value for key, value in cfg.items() if key not in RUN_KEYS}
-    return {"shard": cfg["shard"], "config": config,
+    return {"shard": cfg["shard"], "shard_studies": cfg["shard_studies"], "config": config,
             "realisations": {name: realisations(cfg, by_name[name]) for name in names}}
