@@ -21,7 +21,7 @@ from workflow_lib.config import ConfigError, load_config
 from workflow_lib.pages import read_claims
 from workflow_lib.registry import studies
 from workflow_lib.shard_snapshots import merge_shards
-from workflow_lib.shards import ShardError, realisations
+from workflow_lib.shards import ShardError, realisations, snapshot_name
 
 # measured durations: the only columns in which a shard's tables may differ from the whole run's
 TIMES = ("seconds", "wall_seconds", "steps_per_second")
@@ -101,7 +101,7 @@ def test_merged_shards_give_the_whole_runs_tables_and_claims(sharded, tiny_run):
                            capture_output=True, text=True, timeout=300)
     assert check.returncode == 0, check.stdout + check.stderr
     page = (sharded / "results" / "potts_paper-tiny.md").read_text()
-    assert "in the shards r0, r1, merged by" in page
+    assert "in the shards r0, r1 (realisations 0-1: 2 of the run's 2), merged by" in page
     assert (snap / "figures" / "fig2a.png").stat().st_size > 1000
 
 
@@ -131,11 +131,59 @@ def test_a_realisation_in_two_shards_is_refused(sharded, tmp_path):
                                          r"also in shards/r0; each realisation belongs to one "
                                          r"shard$"):
         merge_shards(run)
-    shutil.rmtree(run / "shards" / "r1")
+    shutil.rmtree(run / "shards" / "r0")
     shutil.rmtree(run / "shards" / "r0-again")
-    with pytest.raises(ShardError, match=r"^shards: no shard holds realisations 1 of "
-                                         r"potts_paper \(realisations = 2\)"):
+    with pytest.raises(ShardError, match=r"^shards: no shard holds realisations 0 of "
+                                         r"potts_paper, below 1 \(realisations = 2\); the "
+                                         r"shards merge from realisation 0 on without a gap"):
         merge_shards(run)
+
+
+def test_shards_so_far_merge_into_a_run_of_fewer_realisations(sharded, tmp_path):
+    """Shards 0 to k - 1 merge before the rest have run: the tables hold those realisations, the
+    claims count them, and the page says how many of the run's they are."""
+    run = tmp_path / "tiny"
+    shutil.copytree(sharded / "results" / "tiny", run)
+    shutil.rmtree(run / "shards" / "r1")
+    merge_shards(run)
+    data = pd.read_csv(run / "tables" / "potts_paper" / "data.csv")
+    assert data["realisation"].tolist() == [0]
+    source = json.loads((run / "potts_paper-source.json").read_text())
+    assert source["shards"] == ["r0"] and source["realisations"] == [1, 2]
+
+
+def test_a_shard_of_some_studies_lands_beside_the_others_of_its_range(sharded, tmp_path):
+    """``shard_studies`` runs some studies of a shard alone; their snapshot is named after them,
+    so that the range's other studies land beside it, and the merge takes each from its own."""
+    run = tmp_path / "tiny"
+    shutil.copytree(sharded / "results" / "tiny", run)
+    whole = run / "shards" / "r1"
+    for names in (["potts_paper"], ["proteins"]):
+        part = run / "shards" / snapshot_name("1-1", names)
+        shutil.copytree(whole, part)
+        record = json.loads((part / "manifest.json").read_text())
+        record["shard_studies"] = names
+        record["realisations"] = {n: record["realisations"][n] for n in names}
+        record["code"] = {n: record["code"][n] for n in names}
+        (part / "manifest.json").write_text(json.dumps(record))
+    shutil.rmtree(whole)
+    assert snapshot_name("1-1", ["proteins", "potts_paper"]) == "r1.potts_paper+proteins"
+    merged = merge_shards(run)
+    assert set(merged) == {s.name for s in SHARDED}
+    source = json.loads((run / "potts_paper-source.json").read_text())
+    assert source["shards"] == ["r0", "r1.potts_paper"]
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    ({"shard_studies": ["potts_paper"]},
+     'shard_studies = ["potts_paper"]: only with shard (FIRST-LAST); null for a whole run'),
+    ({"shard": "0-0", "shard_studies": ["omniglot"]},
+     'shard_studies.0 = "omniglot": must be one of "potts_paper", "attention_hmm", "proteins"'),
+])
+def test_shard_studies_outside_a_shard_are_refused_with_one_line(extra, message):
+    with pytest.raises(ConfigError) as caught:
+        load_config({**TINY, **extra})
+    assert str(caught.value) == message
 
 
 @pytest.mark.parametrize(("shard", "compute", "message"), [
@@ -158,5 +206,9 @@ def test_a_shard_keeps_each_studys_realisation_ids():
                        "compute": {"realisations_per_job": 2}, "shard": "2-5"})
     assert {s.name: realisations(cfg, s) for s in SHARDED} == {
         "potts_paper": [2, 3, 4, 5], "attention_hmm": [2], "proteins": [2]}
+    alone = load_config({**TINY, "realisations": 6, "shard": "2-5",
+                         "shard_studies": ["potts_paper"]})
+    assert {s.name: realisations(alone, s) for s in SHARDED} == {
+        "potts_paper": [2, 3, 4, 5], "attention_hmm": [], "proteins": []}
     whole = load_config({**TINY, "realisations": 6})
     assert realisations(whole, SHARDED[0]) == list(range(6))

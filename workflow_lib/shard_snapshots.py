@@ -3,9 +3,10 @@ run's shard snapshots into its snapshot.
 
 ``python -m workflow_lib docs --preset NAME --results RESULTS`` on the results of a shard (its
 manifest, ``workflow_lib.run_manifest``, names one) writes the shard's snapshot
-``docs/results/NAME/shards/<name>/`` (``snapshot_shard``, ``shards.snapshot_name``): the manifest with the config files
-and targets the command names, each study's per-realisation and shared tables under
-``tables/<study>/`` and the measured costs of the shard's jobs (``<study>-costs.csv``).
+``docs/results/NAME/shards/<name>/`` (``snapshot_shard``; ``shards.snapshot_name``): the
+manifest with the config files and targets the command names, each study's per-realisation
+and shared tables under ``tables/<study>/`` and the measured costs of the shard's jobs
+(``<study>-costs.csv``).
 ``python -m workflow_lib docs --preset NAME --merge`` merges a run's shard snapshots into its
 snapshot ``docs/results/NAME/`` (``merge_shards``), each study of them as ``pages.snapshot``
 writes it from a whole run: per-realisation tables concatenated and sorted by realisation,
@@ -29,8 +30,14 @@ import pandas as pd
 from workflow_lib.artefacts import atomic_path, write_csv
 from workflow_lib.pages import job_costs, job_realisations, recompute_claims
 from workflow_lib.registry import Panel, Study, resolve, studies
-from workflow_lib.shards import (MANIFEST, REALISATION, ShardError, finish_tables, parse,
-                                 snapshot_name)
+from workflow_lib.shards import (
+    MANIFEST,
+    REALISATION,
+    ShardError,
+    finish_tables,
+    parse,
+    snapshot_name,
+)
 
 SHARDS = "shards"  # the folder of a run's shard snapshots, in its snapshot
 
@@ -98,10 +105,11 @@ def _replace_folder(build: Path, dest: Path) -> None:
 def snapshot_shard(results: Path, run: Path, record: dict[str, Any], source: dict[str, Any],
                    only: tuple[str, ...] = ()) -> Path:
     """Write the snapshot of the shard in ``results`` (``record``: its manifest) under the run's
-    snapshot ``run`` as ``shards/<name>/`` (``shards.snapshot_name``; replacing an earlier one): the manifest with
-    ``source`` (the config files and targets of the run) and, for each study of the shard (of
-    ``only`` when given), its per-realisation and shared tables under ``tables/<study>/`` and its
-    jobs' measured costs (``shard_costs``) as ``<study>-costs.csv``; returns its folder."""
+    snapshot ``run`` as ``shards/<name>/`` (``shards.snapshot_name``; replacing an earlier one):
+    the manifest with ``source`` (the config files and targets of the run) and, for each study
+    of the shard (of ``only`` when given), its per-realisation and shared tables under
+    ``tables/<study>/`` and its jobs' measured costs (``shard_costs``) as
+    ``<study>-costs.csv``; returns its folder."""
     names = [name for name in record["realisations"] if not only or name in only]
     by_name = {study.name: study for study in studies()}
     for name in names:
@@ -268,7 +276,8 @@ def merge_shards(run: Path, only: tuple[str, ...] = ()) -> list[str]:
 
     Refuses, with one line naming the shard and the key and before writing anything, shards of
     another config or code (``_check_alike``), a realisation in two shards and a gap in the
-    realisations 0 to k - 1 they hold (``_holders``), and shared tables that differ (``_merged_tables``).
+    realisations 0 to k - 1 they hold (``_holders``), and shared tables that differ
+    (``_merged_tables``).
     Then for each study: its tables as a whole run writes them, its claims table recomputed from
     them (``pages.recompute_claims``), its figures redrawn (``_redraw``), its job costs summed
     over the shards (``_merged_costs``) and its ``source.json``: the first shard's config files
