@@ -57,14 +57,15 @@ def pydca_backend() -> ctypes.CDLL:
 
 
 def fit_pydca(seqs: np.ndarray, lambda_h: float, lambda_j: float, max_iter: int,
-              seqid: float | None = None, threads: int = 1
+              seqid: float | None = None, threads: int = 1, verbose: bool = False
               ) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
     """pydca's plmDCA on ``seqs: (M, L)`` (codes < 21, the gap 20): ``(h (L, Q), J (L, L, Q,
     Q))``, J symmetric (``J[j, i] = J[i, j].T``) with a zero diagonal.
 
     pydca keeps the distinct sequences only and weighs each by ``1 / #{distinct n : identity >
     seqid}`` (strictly above, itself included); ``seqid=None`` puts the threshold above every
-    distinct pair's identity, so that every weight is one. ``threads``: its OpenMP threads."""
+    distinct pair's identity, so that every weight is one. ``threads``: its OpenMP threads;
+    ``verbose``: its progress lines (one ``Iteration k:`` per L-BFGS iteration) on stdout."""
     L = seqs.shape[1]
     n_params = L * Q + L * (L - 1) // 2 * Q * Q
     fn = pydca_backend().plmdcaBackend
@@ -81,7 +82,8 @@ def fit_pydca(seqs: np.ndarray, lambda_h: float, lambda_j: float, max_iter: int,
             seqid = 1 - 0.5 / L  # above every distinct pair's identity: all weights one
         flat = np.array(
             fn(
-                1, Q, str(fasta).encode(), L, seqid, lambda_h, lambda_j, max_iter, threads, False
+                1, Q, str(fasta).encode(), L, seqid, lambda_h, lambda_j, max_iter, threads,
+                verbose,
             ).contents,
             dtype=np.float64,
         )

@@ -4,6 +4,13 @@ two contact maps and wall time.
 
     .venv/bin/pip install --no-deps pydca      # for this benchmark only; never a dependency
     .venv/bin/python benchmarks/compare_pydca_proteins.py --family PF00014
+    .venv/bin/python benchmarks/compare_pydca_proteins.py --family PF00014 PF13354 \
+        --subsample PF13354=1000
+
+Each family of ``--family`` is fitted in turn, one CSV row each. ``--subsample FAMILY=N`` keeps
+``N`` rows of that family's gap-filtered alignment, drawn without replacement by
+``numpy.random.default_rng(0)`` (in their alignment order), before the split (column
+``subsample``; empty: every row).
 
 Data as the workflow's ``protein_data`` stage makes it: the family's alignment gap-filtered with
 the ``proteins`` schema defaults and held-out split ``--realisation`` drawn by
@@ -39,20 +46,25 @@ Both coupling sets are scored by ``contacts.contact_scores`` (symmetrised, zero-
 21 states, Frobenius norm over the 20 amino acids, APC). Prints each fit's P@L/5, P@L/2 and P@L
 (``|i - j| >= proteins.contacts.min_separation``, distance below ``proteins.contacts.threshold``,
 ``contacts.precision_at``), its weighted held-out loss (nats per site, as ``protein_fit``), the
-project's objective on its training rows and weights at the fit's parameters (convex: a lower
-value at pydca's parameters means that the project's fit stops short of its minimum;
-``--grad-tol`` tightens its criterion), and wall time; the Pearson and Spearman correlations of
-the two score maps over the pairs at that separation; and the reference plmDCA P@L of
-``claims.PLMDCA_REFERENCE`` as a sanity range (within ``claims.REFERENCE_TOLERANCE``) for an
-alignment file it knows by its sha256 (not for the shipped subsamples). Appends
-one row to ``benchmarks/results/compare_pydca_proteins.csv``.
+project's objective on its training rows and weights at the fit's parameters (convex: a lower value
+at pydca's parameters means that the project's fit stops short of its minimum; ``--grad-tol``
+tightens its criterion), wall time and L-BFGS iterations (pydca's counted from its progress lines);
+the project's objective at its fit again with the couplings' products in float64
+(``plm.coupling_logits``: the fit's float32 products, ``models.plmdca_logits``, checked); the
+Pearson and Spearman correlations of the two score maps over the pairs at that separation; and the
+reference plmDCA P@L of ``claims.PLMDCA_REFERENCE`` as a sanity range (within
+``claims.REFERENCE_TOLERANCE``) for an alignment file it knows by its sha256 (not for the shipped
+subsamples). Appends one row per family to ``benchmarks/results/compare_pydca_proteins.csv``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import os
+import re
+import tempfile
 import time
 import zlib
 from pathlib import Path
@@ -66,6 +78,7 @@ from record import Recorder, default_csv
 
 from workflow_lib.config import load_config
 from workflow_lib.keys import stage_key
+from workflow_lib.mlm.plm import coupling_logits
 from workflow_lib.proteins import contacts, models
 from workflow_lib.proteins.alignment import (
     filter_gaps,
@@ -108,20 +121,64 @@ def objective(model: models.CouplingModel, params: dict, seqs: np.ndarray, weigh
                                                                              lambdas))
 
 
+def objective_f64(params: dict, seqs: np.ndarray, weights: np.ndarray,
+                  lambdas: dict[str, float]) -> float:  # fmt: skip
+    """The project's plmDCA objective at ``params`` (``J: (L, L, Q, Q)``, ``h: (L, Q)``) on
+    ``seqs: (M, L)`` with ``weights: (M,)``, the couplings' products in float64."""
+    L = seqs.shape[1]
+    x = jnp.asarray(seqs, jnp.int32)
+    logits = coupling_logits(jnp.asarray(params["J"], jnp.float64), x) + params["h"]
+    logp = jnp.take_along_axis(jax.nn.log_softmax(logits, axis=-1), x[..., None], axis=-1)
+    loss = models.weighted_mean(-jnp.mean(logp[..., 0], axis=-1), jnp.asarray(weights))
+    model = models.CouplingModel("plmdca", L, fields=True)
+    return float(loss + models.penalty(model, params, lambdas))
+
+
+def fit_pydca_counted(*args, **kwargs) -> tuple[np.ndarray, np.ndarray, int]:
+    """``compare_plmdca.fit_pydca`` with its L-BFGS iterations, counted from its progress lines
+    (its C++ writes them to file descriptor 1, captured here): ``(h, J, iterations)``."""
+    with tempfile.TemporaryFile("w+b") as log, contextlib.ExitStack() as stack:
+        saved = os.dup(1)
+        stack.callback(os.close, saved)
+        os.dup2(log.fileno(), 1)
+        try:
+            h, J = fit_pydca(*args, **kwargs, verbose=True)
+        finally:
+            os.dup2(saved, 1)
+        log.seek(0)
+        iterations = len(re.findall(rb"Iteration \d+:", log.read()))
+    return h, J, iterations
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--family", default="PF00014", help="a shipped family (data/proteins)")
+    ap.add_argument("--family", nargs="+", default=["PF00014"],
+                    help="shipped families (data/proteins), fitted in turn")
+    ap.add_argument("--subsample", action="append", default=[], metavar="FAMILY=N",
+                    help="keep N rows of FAMILY's gap-filtered alignment (repeatable)")
     ap.add_argument("--seed", type=int, default=0, help="the config's seed")
     ap.add_argument("--realisation", type=int, default=0, help="the held-out split")
     ap.add_argument("--max-iter", type=int, default=None,
                     help="L-BFGS iterations at most, both fits (default: proteins.max_iter)")
     ap.add_argument("--grad-tol", type=float, default=None,
                     help="the project's gradient criterion (default: proteins.grad_tol)")
-    ap.add_argument("--pydca-threads", type=int, default=os.cpu_count() or 1,
-                    help="pydca's OpenMP threads (JAX uses every core)")
+    ap.add_argument("--pydca-threads", type=int, default=len(os.sched_getaffinity(0)),
+                    help="pydca's OpenMP threads (default: the cores this process may use, "
+                         "as JAX)")
     ap.add_argument("--csv", default=str(default_csv(__file__)))
     args = ap.parse_args()
+    subsample = {}
+    for item in args.subsample:
+        family, _, n = item.partition("=")
+        if not n.isdigit() or int(n) < 2:
+            raise SystemExit(f"--subsample {item!r}: expected FAMILY=N, N >= 2")
+        subsample[family] = int(n)
+    for family in args.family:
+        compare(family, subsample.get(family), args)
 
+
+def compare(family: str, subsample: int | None, args: argparse.Namespace) -> None:
+    """Fit ``family`` (``subsample`` rows of it, or all) both ways; print and record a row."""
     cfg = load_config({})["proteins"]
     if args.max_iter is not None:
         cfg["max_iter"] = args.max_iter
@@ -130,10 +187,14 @@ def main() -> None:
     lam_h, lam_j = cfg["lambdas"]["fields"], cfg["lambdas"]["couplings"]
     sep, threshold = cfg["contacts"]["min_separation"], cfg["contacts"]["threshold"]
 
-    path, dist_path = family_files(args.family)
+    path, dist_path = family_files(family)
     aln = read_alignment(path)
     seqs, _, columns = filter_gaps(aln.seqs, cfg["max_gap_sequence"], cfg["max_gap_column"])
     seqs = seqs.astype(np.int32)
+    if subsample is not None and subsample < len(seqs):
+        seqs = seqs[np.sort(np.random.default_rng(0).permutation(len(seqs))[:subsample])]
+    else:
+        subsample = None
     M, L = seqs.shape
     distances = read_distances(dist_path, aln.seqs.shape[1])[np.ix_(columns, columns)]
     split = held_out_split(seqs, cfg["held_out"], cfg["identity"],
@@ -146,8 +207,9 @@ def main() -> None:
     m_eff_pd = float(np.sum(sequence_weights(distinct, cfg["identity"])))
     pd_h, pd_j = m_eff_pd * lam_h, 2 * m_eff_pd * lam_j
     print(
-        f"{args.family}: {M} x {L} after the gap filter ({aln.seqs.shape[0]} x "
-        f"{aln.seqs.shape[1]} read); split r{args.realisation} (seed {args.seed}): "
+        f"{family}: {M} x {L} after the gap filter ({aln.seqs.shape[0]} x "
+        f"{aln.seqs.shape[1]} read{'' if subsample is None else ', rows subsampled'}); "
+        f"split r{args.realisation} (seed {args.seed}): "
         f"{len(train)} training, {int(test.sum())} held out ({split.dropped} more dropped within "
         f"the identity of a training row)\n"
         f"project: M_eff {np.sum(weights[split.train]):.1f} over the training rows (weights "
@@ -164,7 +226,8 @@ def main() -> None:
     ours = fit_model("plmdca", cfg, (train, weights[split.train]), seqs[test], key)
     t_ours = time.perf_counter() - t
     t = time.perf_counter()
-    h_pd, J_pd = fit_pydca(train, pd_h, pd_j, cfg["max_iter"], seqid, args.pydca_threads)
+    h_pd, J_pd, pd_iterations = fit_pydca_counted(train, pd_h, pd_j, cfg["max_iter"], seqid,
+                                                  args.pydca_threads)  # fmt: skip
     t_pd = time.perf_counter() - t
 
     model = models.CouplingModel("plmdca", L, fields=True)
@@ -174,6 +237,7 @@ def main() -> None:
             for name, p in params.items()}  # fmt: skip
     obj = {name: objective(model, p, train, weights[split.train], cfg["lambdas"])
            for name, p in params.items()}  # fmt: skip
+    obj64 = objective_f64(params["project"], train, weights[split.train], cfg["lambdas"])
     scores = {"project": ours.scores, "pydca": contacts.contact_scores(J_pd)}
     ks = contacts.precision_ks(L)
     precision = {name: contacts.precision_at(s, distances, sep, threshold, ks.values(),
@@ -187,11 +251,13 @@ def main() -> None:
     m = ours.metrics
     rows = {"project": f"{m['iterations']} ({'converged' if m['converged'] else 'NOT converged'}"
                        f", max grad {m['grad_norm']:.1e})",
-            "pydca": f"≤ {cfg['max_iter']}"}  # fmt: skip
+            "pydca": f"{pd_iterations} (max_iter {cfg['max_iter']})"}  # fmt: skip
     for name, wall in (("project", t_ours), ("pydca", t_pd)):
         p = precision[name]
         print(f"| {name} plmDCA | {p[ks['L/5']]:.3f} | {p[ks['L/2']]:.3f} | {p[ks['L']]:.3f} | "
               f"{loss[name]:.4f} | {obj[name]:.6f} | {rows[name]} | {wall:.1f} |")
+    print(f"project objective at its fit, couplings' products in float64: {obj64:.9f} "
+          f"(float32 products: {obj['project']:.9f}, difference {obj['project'] - obj64:.1e})")
     i, j, _ = contacts.ranked_pairs(scores["project"], sep, columns)
     a, b = scores["project"][i, j], scores["pydca"][i, j]
     pearson = float(scipy.stats.pearsonr(a, b)[0])
@@ -199,7 +265,7 @@ def main() -> None:
     print(f"\nAPC Frobenius scores over the {len(i)} pairs with j - i >= {sep}: Pearson r "
           f"{pearson:.4f}, Spearman rho {spearman:.4f}")
     if ref is None:
-        print(f"no reference plmDCA P@L for {args.family} (sha256 {sha256[:12]})")
+        print(f"no reference plmDCA P@L for {family} (sha256 {sha256[:12]})")
     else:
         tolerance = REFERENCE_TOLERANCE.value
         for name in scores:
@@ -211,22 +277,24 @@ def main() -> None:
 
     names = ("P_L5", "P_L2", "P_L")
     rec = Recorder(args.csv, (
-        "family", "L", "M_train", "M_test", "realisation", "M_eff", "M_distinct", "M_eff_pydca",
-        "lambda_h", "lambda_J", "pydca_lambda_h", "pydca_lambda_J", "pydca_seqid", "max_iter",
-        "project_iterations", "project_converged", *(f"project_{n}" for n in names),
-        *(f"pydca_{n}" for n in names), "project_heldout_loss", "pydca_heldout_loss",
-        "project_objective", "pydca_project_objective", "grad_tol", "scores_pearson",
-        "scores_spearman", "project_wall_s", "pydca_wall_s", "pydca_threads",
-        "reference_P_L"))  # fmt: skip
-    rec.add(family=args.family, L=L, M_train=len(train), M_test=int(test.sum()), realisation=r,
+        "family", "subsample", "L", "M_train", "M_test", "realisation", "M_eff", "M_distinct",
+        "M_eff_pydca", "lambda_h", "lambda_J", "pydca_lambda_h", "pydca_lambda_J", "pydca_seqid",
+        "max_iter", "project_iterations", "pydca_iterations", "project_converged",
+        *(f"project_{n}" for n in names), *(f"pydca_{n}" for n in names),
+        "project_heldout_loss", "pydca_heldout_loss", "project_objective", "project_objective_f64",
+        "pydca_project_objective", "grad_tol", "scores_pearson", "scores_spearman",
+        "project_wall_s", "pydca_wall_s", "pydca_threads", "reference_P_L"))  # fmt: skip
+    rec.add(family=family, subsample=subsample, L=L, M_train=len(train), M_test=int(test.sum()),
+            realisation=r,
             M_eff=float(np.sum(weights[~test])), M_distinct=len(distinct), M_eff_pydca=m_eff_pd,
             lambda_h=lam_h, lambda_J=lam_j, pydca_lambda_h=pd_h, pydca_lambda_J=pd_j,
             pydca_seqid=seqid, max_iter=cfg["max_iter"], project_iterations=m["iterations"],
-            project_converged=m["converged"],
+            pydca_iterations=pd_iterations,            project_converged=m["converged"],
             **{f"{name}_{n}": precision[name][ks[k]]
                for name in scores for n, k in zip(names, ("L/5", "L/2", "L"), strict=True)},
             project_heldout_loss=loss["project"], pydca_heldout_loss=loss["pydca"],
-            project_objective=obj["project"], pydca_project_objective=obj["pydca"],
+            project_objective=obj["project"], project_objective_f64=obj64,
+            pydca_project_objective=obj["pydca"],
             grad_tol=cfg["grad_tol"], scores_pearson=pearson,
             scores_spearman=spearman, project_wall_s=t_ours, pydca_wall_s=t_pd,
             pydca_threads=args.pydca_threads, reference_P_L=ref)  # fmt: skip

@@ -2,21 +2,20 @@
 pseudo-likelihood fits (``plm.py``, ``workflow_lib.proteins.models``) and the polish of the
 factored family's Adam solution (``polish.polish``).
 
-The iteration is optax's L-BFGS (memory 20) with its zoom line search (strong Wolfe
-conditions, first trial step 1) inside a ``lax.while_loop``; the starts run one after another
-in the same program (``lax.scan``: each stops at its own iteration count, where ``vmap`` would
-run all to the slowest one's). The only regular stop is the gradient criterion, the largest
-absolute gradient entry below ``grad_tol``; the others leave it above and say why (``STOPS``):
-``max_iter`` iterations; with ``ftol > 0``, a start that cannot win (``FLAT``): its objective
-fell by less than ``ftol`` (relative) over the last ``ftol_window`` iterations (looked at
-every ``ftol_window`` iterations: it creeps along a flat valley) and, falling on at that rate
-until ``max_iter``, it would still end above the lowest objective of an earlier start that met
-the criterion (so no start is dropped before one has converged, and the lowest converged
-objective stays the lowest unless a dropped start's descent would have sped up by the ratio of
-that gap to its projected fall); or a line search that found no decrease (or a non-finite
-objective) twice in a row, the second time from the steepest-descent step of an emptied memory,
-as in L-BFGS-B (the last point with a decrease is kept, as at a float64 precision limit near a
-minimum).
+The iteration is optax's L-BFGS (``memory`` correction pairs, ``MEMORY`` unless told) with its zoom
+line search (strong Wolfe conditions, first trial step 1) inside a ``lax.while_loop``; the starts
+run one after another in the same program (``lax.scan``: each stops at its own iteration count,
+where ``vmap`` would run all to the slowest one's). The only regular stop is the gradient criterion,
+the largest absolute gradient entry below ``grad_tol``; the others leave it above and say why
+(``STOPS``): ``max_iter`` iterations; with ``ftol > 0``, a start that cannot win (``FLAT``): its
+objective fell by less than ``ftol`` (relative) over the last ``ftol_window`` iterations (looked at
+every ``ftol_window`` iterations: it creeps along a flat valley) and, falling on at that rate until
+``max_iter``, it would still end above the lowest objective of an earlier start that met the
+criterion (so no start is dropped before one has converged, and the lowest converged objective stays
+the lowest unless a dropped start's descent would have sped up by the ratio of that gap to its
+projected fall); or a line search that found no decrease (or a non-finite objective) twice in a row,
+the second time from the steepest-descent step of an emptied memory, as in L-BFGS-B (the last point
+with a decrease is kept, as at a float64 precision limit near a minimum).
 
 ``objective`` is a ``jit`` static argument, so a function that is the same object on every call
 (a module-level function, or one made by a ``functools.cache``d factory) compiles once per data
@@ -41,7 +40,7 @@ from jax.experimental import io_callback
 Array = jax.Array
 log = logging.getLogger("workflow_lib.mlm")
 
-MEMORY = 20  # correction pairs kept
+MEMORY = 20  # correction pairs kept (default)
 REPORT_EVERY = 100  # iterations between looks at the clock, the only host round trip
 REPORT_SECONDS = 30.0  # at least this long between two progress lines of one start
 RUNNING, CONVERGED, MAX_ITER, NO_DECREASE, NOT_FINITE, FLAT = range(6)
@@ -109,11 +108,11 @@ def _report(start: Array, iteration: Array, value: Array, grad_norm: Array, max_
     return np.float64(now)
 
 
-@partial(jax.jit, static_argnames=("objective",))
+@partial(jax.jit, static_argnames=("objective", "memory"))
 def _solve(objective: Callable, x0s, data, max_iter: Array, grad_tol: Array, ftol: Array,
-           ftol_window: Array) -> tuple:  # fmt: skip
+           ftol_window: Array, memory: int) -> tuple:  # fmt: skip
     """All starts ``x0s`` (leaves with a leading starts axis) minimised one after another."""
-    opt = optax.lbfgs(memory_size=MEMORY)
+    opt = optax.lbfgs(memory_size=memory)
     clock = jax.ShapeDtypeStruct((), jnp.float64)
 
     def one(best, args):  # best: the lowest objective of the earlier converged starts
@@ -172,16 +171,19 @@ def _solve(objective: Callable, x0s, data, max_iter: Array, grad_tol: Array, fto
 
 
 def minimize(objective: Callable, starts: Sequence, data, max_iter: int, grad_tol: float,
-             ftol: float = 0.0, ftol_window: int = 1000) -> list[Result]:  # fmt: skip
+             ftol: float = 0.0, ftol_window: int = 1000,
+             memory: int = MEMORY) -> list[Result]:  # fmt: skip
     """Minimise ``objective(x, data) -> scalar`` by L-BFGS from every start in ``starts``
     (pytrees of one structure and shape; an array's rows are starts) to the gradient criterion
     ``grad_tol``, at most ``max_iter`` iterations each; when ``ftol > 0``, a start that cannot
     win stops (``STOPS[FLAT]``, see the module doc; the criterion stays unmet); a start that
-    runs longer than ``REPORT_SECONDS`` logs its progress. Returns one ``Result`` per start, in
-    order."""
+    runs longer than ``REPORT_SECONDS`` logs its progress; ``memory``: the correction pairs
+    kept (each costs a few passes over the parameters per iteration). Returns one ``Result`` per
+    start, in order."""
     x, *figures = _solve(objective, jax.tree_util.tree_map(lambda *x: jnp.stack(x), *starts),
                          data, jnp.asarray(max_iter), jnp.asarray(grad_tol, jnp.float64),
-                         jnp.asarray(ftol, jnp.float64), jnp.asarray(max(ftol_window, 1)))
+                         jnp.asarray(ftol, jnp.float64), jnp.asarray(max(ftol_window, 1)),
+                         memory)
     value, grad_norm, nit, nfev, status = jax.device_get(figures)
     return [Result(jax.tree_util.tree_map(lambda leaf, k=k: leaf[k], x), float(value[k]),
                    float(grad_norm[k]), int(nit[k]), int(nfev[k]), STOPS[int(status[k])])

@@ -19,8 +19,9 @@ one divided by ``L``::
 
 (``||J||^2`` over ``i != j``; for ``factored`` the coupling term is ``lambda_A (||A||^2 +
 ||V||^2)``), minimised by full-batch L-BFGS to a gradient criterion (``workflow_lib.mlm.lbfgs``).
-plmDCA's conditionals go through ``workflow_lib.mlm.plm.coupling_logits``; factored attention's
-through its heads or its couplings, whichever costs less (``site_logits``).
+plmDCA's conditionals go through one float32 matrix product of the one-hot sequences with the
+couplings (``plmdca_logits``), its L-BFGS keeps ``PLMDCA_MEMORY`` correction pairs; factored
+attention's through its heads or its couplings, whichever costs less (``site_logits``).
 """
 
 from __future__ import annotations
@@ -35,14 +36,17 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from workflow_lib.mlm.lbfgs import minimize
+from workflow_lib.mlm.lbfgs import MEMORY, minimize
 from workflow_lib.mlm.models import ArchSpec, attention_matrix
-from workflow_lib.mlm.plm import coupling_logits
 from workflow_lib.proteins.alignment import Q
 
 Array = jax.Array
 Params = dict[str, Array]
 KINDS = ("factored", "plmdca")
+# L-BFGS correction pairs of the plmDCA fit: at L = 202 its L^2 Q^2 = 18 million parameters make
+# each pair cost about 0.2 s of vector work per iteration (one core), as much as the objective
+# of a thousand sequences (liblbfgs, pydca's optimiser, keeps 6 by default)
+PLMDCA_MEMORY = 6
 
 
 @dataclass(frozen=True)
@@ -112,8 +116,25 @@ def site_logits(model: CouplingModel, params: Params, seqs: Array) -> Array:
         logits = jnp.einsum("hij,hab,mjb->mia", attention(model, params), params["V"], onehot,
                             optimize="optimal")
     else:
-        logits = coupling_logits(couplings(model, params), seqs)
+        logits = plmdca_logits(couplings(model, params), seqs)
     return logits + params["h"] if model.fields else logits
+
+
+def plmdca_logits(J: Array, seqs: Array) -> Array:
+    """``logits[m, i, a] = sum_j J[i, j, a, s_mj]`` of couplings ``J: (L, L, Q, Q)`` (zero
+    diagonal blocks) and ``seqs: (M, L)``: ``(M, L, Q)`` in ``J``'s dtype.
+
+    One float32 matrix product, the one-hot sequences ``X: (M, L Q)`` times the couplings laid out
+    as ``W: (L Q, L Q)``, ``W[(i, a), (j, b)] = J[i, j, a, b]``: ``X W^T``; the reverse pass, the
+    couplings' gradient, is the one product ``G^T X`` of the logits' cotangent ``G: (M, L Q)``
+    (``M (L Q)^2`` multiply-adds each; a gather of ``J[i, j, :, s_mj]`` does ``Q`` times fewer,
+    but its reverse pass, a scatter-add, is no faster on CPUs). Each logit sums ``L`` float32
+    terms (relative error about ``1e-7`` of their magnitudes); the softmax, the loss and the
+    penalty stay in ``J``'s dtype."""
+    M, L = seqs.shape
+    W = J.transpose(0, 2, 1, 3).reshape(L * Q, L * Q).astype(jnp.float32)
+    X = jax.nn.one_hot(seqs, Q, dtype=jnp.float32).reshape(M, L * Q)
+    return (X @ W.T).reshape(M, L, Q).astype(J.dtype)
 
 
 def site_losses(model: CouplingModel, params: Params, seqs: Array) -> Array:
@@ -164,14 +185,15 @@ def fit(model: CouplingModel, seqs: np.ndarray, weights: np.ndarray, lambdas: di
         key: Array, restarts: int, max_iter: int, grad_tol: float) -> Fit:  # fmt: skip
     """Minimise the weighted pseudo-likelihood objective (module docstring) on ``seqs: (M, L)``
     with ``weights: (M,)`` by L-BFGS from ``restarts`` random starts (``plmdca``: one zero start,
-    the problem is convex); the converged start with the lowest objective is kept (the lowest of
-    all when none converged)."""
+    the problem is convex, and ``PLMDCA_MEMORY`` correction pairs); the converged start with the
+    lowest objective is kept (the lowest of all when none converged)."""
     start = time.perf_counter()
     n_starts = restarts if model.kind == "factored" else 1
     starts = [init_params(model, k) for k in jax.random.split(key, n_starts)]
     data = (jnp.asarray(seqs, jnp.int32), jnp.asarray(weights, jnp.float64),
             {k: jnp.float64(v) for k, v in lambdas.items()})
-    runs = minimize(_objective(model), starts, data, max_iter, grad_tol)
+    memory = MEMORY if model.kind == "factored" else PLMDCA_MEMORY
+    runs = minimize(_objective(model), starts, data, max_iter, grad_tol, memory=memory)
     ok = [r.converged(grad_tol) for r in runs]
     best = min(range(len(runs)), key=lambda k: (not ok[k], runs[k].fun))
     res = runs[best]
