@@ -65,7 +65,7 @@ def fit_pydca(seqs: np.ndarray, lambda_h: float, lambda_j: float, max_iter: int,
     pydca keeps the distinct sequences only and weighs each by ``1 / #{distinct n : identity >
     seqid}`` (strictly above, itself included); ``seqid=None`` puts the threshold above every
     distinct pair's identity, so that every weight is one. ``threads``: its OpenMP threads;
-    ``verbose``: its progress lines (one ``Iteration k:`` per L-BFGS iteration) on stdout."""
+    ``verbose``: its progress lines (one ``Iteration k:`` per L-BFGS iteration) on stderr."""
     L = seqs.shape[1]
     n_params = L * Q + L * (L - 1) // 2 * Q * Q
     fn = pydca_backend().plmdcaBackend

@@ -136,15 +136,15 @@ def objective_f64(params: dict, seqs: np.ndarray, weights: np.ndarray,
 
 def fit_pydca_counted(*args, **kwargs) -> tuple[np.ndarray, np.ndarray, int]:
     """``compare_plmdca.fit_pydca`` with its L-BFGS iterations, counted from its progress lines
-    (its C++ writes them to file descriptor 1, captured here): ``(h, J, iterations)``."""
+    (its C++ writes them to file descriptor 2, captured here): ``(h, J, iterations)``."""
     with tempfile.TemporaryFile("w+b") as log, contextlib.ExitStack() as stack:
-        saved = os.dup(1)
+        saved = os.dup(2)
         stack.callback(os.close, saved)
-        os.dup2(log.fileno(), 1)
+        os.dup2(log.fileno(), 2)
         try:
             h, J = fit_pydca(*args, **kwargs, verbose=True)
         finally:
-            os.dup2(saved, 1)
+            os.dup2(saved, 2)
         log.seek(0)
         iterations = len(re.findall(rb"Iteration \d+:", log.read()))
     return h, J, iterations
