@@ -254,7 +254,8 @@ def results_page(snapshot_dir: Path, study: Study, preset: str) -> str:
 
 
 def index_page(root: Path) -> str:
-    """``docs/results/README.md``: every results page with its verdict counts, then per study
+    """``docs/results/README.md``: every results page with its verdict counts (and, for a run
+    merged from shards, how many of its realisations they hold), then per study
     the verdict of each claim in every run side by side (the two readings of the protocol, the
     quick and the paper scale)."""
     lines = ["# Results", "", "One page per study and run, written by `python -m workflow_lib "
@@ -264,7 +265,10 @@ def index_page(root: Path) -> str:
         study, preset = page.stem.split("-", 1)  # study names have no "-"
         claims = read_claims(root / preset / f"{study}-claims.csv")
         runs.setdefault(study, {})[preset] = claims
-        lines.append(f"- [{page.stem}]({page.name}): {verdict_counts(claims)}")
+        source = json.loads((root / preset / f"{study}-source.json").read_text())
+        held = source.get("realisations")  # merged from shards: [held, planned]
+        so_far = f" (realisations 0-{held[0] - 1} of {held[1]}, from shards)" if held else ""
+        lines.append(f"- [{page.stem}]({page.name}){so_far}: {verdict_counts(claims)}")
     for study in studies():
         if study.name not in runs:
             continue
