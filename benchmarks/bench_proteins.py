@@ -15,7 +15,9 @@ Each model runs ``fitting.fit_model`` (the work of the ``protein_fit`` stage: th
 held-out and training losses, the contact scores) in its own subprocess, with the ``proteins``
 schema defaults except a fixed budget: ``--iterations`` L-BFGS iterations for the coupling models
 (``proteins.max_iter``, with ``grad_tol = 0`` so that no fit stops early and ``restarts = 1``)
-and ``--steps`` Adam steps for the transformers (``proteins.transformer.steps``). The subprocess
+and ``--steps`` Adam steps for the transformers (``proteins.transformer.steps``, the held-out
+rows standing in for the validation rows, evaluated every tenth of the steps with a window that
+never stops the run). The subprocess
 times the loop of each fit apart from its compilation: for the coupling models, the L-BFGS loop
 from the end of its first objective evaluation (which compiles) to the end of its last, over the
 iterations done (``s_per_iteration``; ``evaluations`` counts the objective evaluations, line
@@ -128,9 +130,9 @@ def timed_progress(timing: dict) -> type[transformer.StepProgress]:
     timing["stamps"] = []
 
     class TimedProgress(transformer.StepProgress):
-        def __call__(self, step, loss) -> None:
+        def __call__(self, step, *losses) -> None:
             timing["stamps"].append((int(step), time.perf_counter()))
-            super().__call__(step, loss)
+            super().__call__(step, *losses)
 
     return TimedProgress
 
@@ -145,14 +147,15 @@ def child(name: str, L: int, M: int, iterations: int, steps: int, out: Path) -> 
         timing: dict = {}
         is_transformer = name in TRANSFORMERS
         if is_transformer:
-            cfg["transformer"]["steps"] = steps
+            cfg["transformer"].update(steps=steps, eval_every=max(1, steps // 10), window=10)
             transformer.StepProgress = timed_progress(timing)
         else:
             cfg.update(max_iter=iterations, grad_tol=0.0, restarts=1)
             models.minimize = timed_minimize(timing)
         key = jax.random.fold_in(jax.random.key(0), zlib.crc32(name.encode()))
         start = time.perf_counter()
-        res = fit_model(name, cfg, (seqs[~test], weights[~test]), seqs[test], key)
+        res = fit_model(name, cfg, (seqs[~test], weights[~test]), (seqs[test], weights[test]),
+                        seqs[test], key)
         wall = time.perf_counter() - start
         if is_transformer:
             (s0, t0), (s1, t1) = timing["stamps"][0], timing["stamps"][-1]
