@@ -78,6 +78,11 @@ def check(cfg: Config) -> None:
     paper, starts and ends on the bounds of its training chunks
     (``compute.realisations_per_job``)."""
     ids = shard_range(cfg)
+    sharded = [study.name for study in studies() if study.realisations]
+    for i, name in enumerate(cfg["shard_studies"] or []):
+        if name not in sharded:
+            raise ConfigError(f"shard_studies.{i} = {json.dumps(name)}: must be one of "
+                              + ", ".join(json.dumps(n) for n in sharded))
     if ids is None:
         if cfg["shard_studies"] is not None:
             raise ConfigError(f"shard_studies = {json.dumps(cfg['shard_studies'])}: only with "
