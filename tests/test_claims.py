@@ -25,6 +25,16 @@ def test_signed_rank_p_is_exact():
     assert c.signed_rank_p([1.0, 1.0, -1.0]) == pytest.approx(4 / 8)  # ties: half-ranks
 
 
+def test_twice_the_average_ranks_are_scipys_and_the_t_tails_scipys_t():
+    rng = np.random.default_rng(2)
+    for n in (1, 2, 7, 30):
+        a = rng.integers(0, 4, n).astype(float)  # many ties
+        assert np.array_equal(c.twice_average_ranks(a), 2 * stats.rankdata(a))
+    x = rng.normal(0.3, 1.0, 9)
+    _, _, t, p_up, p_down = c._t_sides(x, 0.1)
+    assert (p_up, p_down) == (stats.t.sf(t, 8), stats.t.cdf(t, 8))
+
+
 def test_one_sided_t_turns_with_the_data_and_small_n_is_not_resolved():
     assert c.greater([11.0, 12.5, 11.3]).verdict == c.HOLDS  # n = 3: the t decides
     assert c.greater([-11.0, -12.5, -11.3]).verdict == c.FAILS
