@@ -18,7 +18,6 @@ run reads from the cache). Rows go to ``benchmarks/results/bench_quick.csv``.
 from __future__ import annotations
 
 import argparse
-import csv
 import os
 import subprocess
 import sys
@@ -28,21 +27,11 @@ from pathlib import Path
 
 from record import Recorder, default_csv
 
+from workflow_lib.pages import job_costs
+
 REPO = Path(__file__).resolve().parents[1]
 COLUMNS = ("tested_commit", "phase", "cores", "cpus_usable", "wall_s", "jobs", "job_s", "job_cpu_s",
            "longest_job", "longest_job_s", "compile_share")
-
-
-def job_times(results: Path) -> dict[str, tuple[float, float]]:
-    """Job (its benchmark file's path under ``benchmarks/``, without ``.tsv``) -> (wall s, CPU s)
-    from Snakemake's benchmark files of the run in ``results``."""
-    times = {}
-    for path in sorted((results / "benchmarks").rglob("*.tsv")):
-        with path.open(newline="") as f:
-            row = next(csv.DictReader(f, delimiter="\t"))
-        job = str(path.relative_to(results / "benchmarks").with_suffix(""))
-        times[job] = (float(row["s"]), float(row["cpu_time"]))
-    return times
 
 
 def run_once(clone: Path, results: Path, cache: Path, cores: int) -> dict:
@@ -58,12 +47,12 @@ def run_once(clone: Path, results: Path, cache: Path, cores: int) -> dict:
     wall = time.perf_counter() - start
     if run.returncode:
         sys.exit(f"snakemake failed in {clone}:\n{(run.stdout + run.stderr)[-3000:]}")
-    times = job_times(results)
-    longest = max(times, key=lambda job: times[job][0])
-    return {"wall_s": round(wall, 1), "jobs": len(times),
-            "job_s": round(sum(t[0] for t in times.values()), 1),
-            "job_cpu_s": round(sum(t[1] for t in times.values()), 1),
-            "longest_job": longest, "longest_job_s": round(times[longest][0], 1)}
+    costs = job_costs(results)
+    longest = costs.loc[costs["wall_s"].idxmax()]
+    return {"wall_s": round(wall, 1), "jobs": len(costs),
+            "job_s": round(float(costs["wall_s"].sum()), 1),
+            "job_cpu_s": round(float(costs["cpu_s"].sum()), 1),
+            "longest_job": longest["job"], "longest_job_s": round(float(longest["wall_s"]), 1)}
 
 
 def bench(commit: str, cores: int, rec: Recorder) -> None:

@@ -91,15 +91,15 @@ def _markdown_table(claims: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def job_costs(results: Path, study: Study) -> pd.DataFrame:
-    """The measured cost of every job of ``study`` in the run in ``results``, read from the
-    benchmark Snakemake wrote for it (``RESULTS/benchmarks/<folder>/**.tsv`` for the study's
-    ``folders``, and its figures; the latest line of each): columns job (the benchmark's path
-    without the extension), wall_s, cpu_s, max_rss_mb; sorted by job."""
+def job_costs(results: Path, study: Study | None = None) -> pd.DataFrame:
+    """The measured cost of every job of ``study`` (``None``: of every job) in the run in
+    ``results``, read from the benchmark Snakemake wrote for it (``RESULTS/benchmarks/<folder>/
+    **.tsv`` for the study's ``folders``, and its figures; the latest line of each): columns job
+    (the benchmark's path without the extension), wall_s, cpu_s, max_rss_mb; sorted by job."""
     bench = results / "benchmarks"
-    files = [*(f for folder in study.folders or (study.name,)
-               for f in (bench / folder).rglob("*.tsv")),
-             *(bench / "figures" / f"{panel.name}.tsv" for panel in study.panels)]
+    files = list(bench.rglob("*.tsv")) if study is None else [
+        *(f for folder in study.folders or (study.name,) for f in (bench / folder).rglob("*.tsv")),
+        *(bench / "figures" / f"{panel.name}.tsv" for panel in study.panels)]
     rows = []
     for path in sorted(f for f in files if f.is_file()):
         last = pd.read_csv(path, sep="\t").iloc[-1]
