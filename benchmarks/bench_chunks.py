@@ -34,7 +34,12 @@ from record import Recorder, default_csv
 
 import workflow_lib  # noqa: F401  (float64 on)
 from workflow_lib.config import read_config_files
-from workflow_lib.mlm.architectures import parse_arch, restarts, training_config
+from workflow_lib.mlm.architectures import (
+    interpolation_runs,
+    parse_arch,
+    restarts,
+    training_config,
+)
 from workflow_lib.mlm.compiled import CompiledRuns
 from workflow_lib.mlm.models import arch_spec
 from workflow_lib.mlm.plan import make_plan
@@ -80,9 +85,10 @@ def main() -> None:
     t, p, s = cfg["training"], cfg["potts"], cfg["sampling"]
     epochs = args.epochs or t["eval_every"]
     logging.getLogger("workflow_lib.mlm").setLevel(logging.ERROR)  # short runs: not converged
-    level = f"interp-a{t['interpolation_a'][len(t['interpolation_a']) // 2]:g}"  # stands for all
+    levels = interpolation_runs(t)
+    level = levels[len(levels) // 2]  # stands for all
     archs = [*t["architectures"], level]
-    jobs = {arch: 1 for arch in t["architectures"]} | {level: len(t["interpolation_a"])}
+    jobs = {arch: 1 for arch in t["architectures"]} | {level: len(levels)}
     rec = Recorder(args.csv, COLUMNS)
     data = problems(max(args.chunks), p["L"], p["C"], s["n_train"], s["n_test"])
     print(f"backend {jax.default_backend()}; {epochs} epochs timed of the preset's "

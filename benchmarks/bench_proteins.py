@@ -15,19 +15,21 @@ Each model runs ``fitting.fit_model`` (the work of the ``protein_fit`` stage: th
 and training losses, the contact scores) in its own subprocess, with the ``proteins`` schema
 defaults except a fixed budget: ``--iterations`` L-BFGS iterations for the coupling models
 (``proteins.max_iter``, with ``grad_tol = 0`` so that no fit stops early and ``restarts = 1``) and
-``--steps`` Adam steps for the transformers (``proteins.transformer.steps``). The subprocess times
-the loop of each fit apart from its compilation: for the coupling models, the L-BFGS call less the
-same call stopped at zero iterations (its compiled program's first objective evaluation; run once
-before to compile), over the iterations done (``s_per_iteration``; ``evaluations`` counts the
-objective evaluations, the first and the line searches'); for the transformers, the Adam steps
-between the run's first and last progress callback (every tenth of the steps), over the steps
-between them. ``wall_s`` is the whole ``fit_model`` call (compilation, the zero-iteration calls of
-the coupling models, fit and evaluation), ``loop_s`` the timed part. ``peak_rss_mb`` is the
-subprocess's own peak resident set size (``resource.getrusage(RUSAGE_SELF).ru_maxrss`` at its end:
-host memory, whatever the device), ``device_peak_mb`` the device's peak bytes in use where JAX
-reports it (accelerators). The baseline, per L, is a subprocess that imports the same modules, loads
-and weighs the same data and fits nothing, its ``wall_s`` the whole subprocess's (start, imports,
-reading, gap filter and weights); ``rss_per_param`` is the peak RSS in bytes per parameter.
+``--steps`` Adam steps for the transformers (``proteins.transformer.steps``, the held-out rows
+standing in for the validation rows, evaluated every tenth of the steps with a window that never
+stops the run). The subprocess times the loop of each fit apart from its compilation: for the
+coupling models, the L-BFGS call less the same call stopped at zero iterations (its compiled
+program's first objective evaluation; run once before to compile), over the iterations done
+(``s_per_iteration``; ``evaluations`` counts the objective evaluations, the first and the line
+searches'); for the transformers, the Adam steps between the run's first and last progress
+callback (every tenth of the steps), over the steps between them. ``wall_s`` is the whole
+``fit_model`` call (compilation, the zero-iteration calls of the coupling models, fit and
+evaluation), ``loop_s`` the timed part. ``peak_rss_mb`` is the subprocess's own peak resident set
+size (``resource.getrusage(RUSAGE_SELF).ru_maxrss`` at its end: host memory, whatever the device),
+``device_peak_mb`` the device's peak bytes in use where JAX reports it (accelerators). The
+baseline, per L, is a subprocess that imports the same modules, loads and weighs the same data and
+fits nothing, its ``wall_s`` the whole subprocess's (start, imports, reading, gap filter and
+weights); ``rss_per_param`` is the peak RSS in bytes per parameter.
 
 Prints a table and appends its rows (the baselines as model ``baseline``) to
 ``benchmarks/results/bench_proteins.csv``; then per model the growth exponents, between the
@@ -132,9 +134,9 @@ def timed_progress(timing: dict) -> type[transformer.StepProgress]:
     timing["stamps"] = []
 
     class TimedProgress(transformer.StepProgress):
-        def __call__(self, step, loss) -> None:
+        def __call__(self, step, *losses) -> None:
             timing["stamps"].append((int(step), time.perf_counter()))
-            super().__call__(step, loss)
+            super().__call__(step, *losses)
 
     return TimedProgress
 
@@ -149,14 +151,15 @@ def child(name: str, L: int, M: int, iterations: int, steps: int, out: Path) -> 
         timing: dict = {}
         is_transformer = name in TRANSFORMERS
         if is_transformer:
-            cfg["transformer"]["steps"] = steps
+            cfg["transformer"].update(steps=steps, eval_every=max(1, steps // 10), window=10)
             transformer.StepProgress = timed_progress(timing)
         else:
             cfg.update(max_iter=iterations, grad_tol=0.0, restarts=1)
             models.minimize = timed_minimize(timing)
         key = jax.random.fold_in(jax.random.key(0), zlib.crc32(name.encode()))
         start = time.perf_counter()
-        res = fit_model(name, cfg, (seqs[~test], weights[~test]), seqs[test], key)
+        res = fit_model(name, cfg, (seqs[~test], weights[~test]), (seqs[test], weights[test]),
+                        seqs[test], key)
         wall = time.perf_counter() - start
         if is_transformer:
             (s0, t0), (s1, t1) = timing["stamps"][0], timing["stamps"][-1]

@@ -14,8 +14,9 @@ Each family of ``--family`` is fitted in turn, one CSV row each. ``--subsample F
 
 Data as the workflow's ``protein_data`` stage makes it: the family's alignment gap-filtered with
 the ``proteins`` schema defaults and held-out split ``--realisation`` drawn by
-``splits.held_out_split`` with ``split_seed(seed, realisation)``, the training rows weighted
-among themselves at ``proteins.identity`` (0.8). The project's fit is
+``splits.held_out_split`` with ``split_seed(seed, realisation)`` (its validation rows with
+``validation_seed``), the training rows (the fitted ones) weighted among themselves at
+``proteins.identity`` (0.8). The project's fit is
 ``fitting.fit_model("plmdca", ...)`` on the training rows with the schema defaults of
 ``proteins`` (``lambdas``, ``max_iter``, ``grad_tol``), keyed as the ``protein_fit`` stage keys
 it; pydca fits the same training rows.
@@ -89,7 +90,7 @@ from workflow_lib.proteins.fitting import fit_model
 from workflow_lib.proteins.splits import held_out_split
 from workflow_lib.proteins.weights import sequence_weights
 from workflow_lib.studies.proteins.claims import PLMDCA_REFERENCE, REFERENCE_TOLERANCE
-from workflow_lib.studies.proteins.stages import split_seed
+from workflow_lib.studies.proteins.stages import split_seed, validation_seed
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data" / "proteins"
@@ -198,7 +199,8 @@ def compare(family: str, subsample: int | None, args: argparse.Namespace) -> Non
     M, L = seqs.shape
     distances = read_distances(dist_path, aln.seqs.shape[1])[np.ix_(columns, columns)]
     split = held_out_split(seqs, cfg["held_out"], cfg["identity"],
-                           split_seed(args.seed, args.realisation))
+                           split_seed(args.seed, args.realisation), cfg["validation"],
+                           validation_seed(args.seed, args.realisation))
     weights, test, train = split.weights, split.test, seqs[split.train]
 
     distinct = np.unique(train, axis=0)
@@ -223,7 +225,8 @@ def compare(family: str, subsample: int | None, args: argparse.Namespace) -> Non
     r = args.realisation
     key = jax.random.fold_in(stage_key(args.seed, "protein_fit", r), zlib.crc32(b"plmdca"))
     t = time.perf_counter()
-    ours = fit_model("plmdca", cfg, (train, weights[split.train]), seqs[test], key)
+    ours = fit_model("plmdca", cfg, (train, weights[split.train]),
+                     (seqs[split.validation], weights[split.validation]), seqs[test], key)
     t_ours = time.perf_counter() - t
     t = time.perf_counter()
     h_pd, J_pd, pd_iterations = fit_pydca_counted(train, pd_h, pd_j, cfg["max_iter"], seqid,

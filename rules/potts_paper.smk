@@ -3,13 +3,11 @@
 # tables across realisations, figures. Config slices, threads, resources, captions:
 # workflow_lib/studies/potts_paper/registry.py.
 
-from workflow_lib.mlm.architectures import FIG2B, PLM_KINDS, interpolated, wildcard_pattern
+from workflow_lib.mlm.architectures import FIG2B, PLM_KINDS, interpolation_runs, wildcard_pattern
 from workflow_lib.registry import chunk_label, chunk_rule, chunks
 
 POTTS = STUDY["potts_paper"]
-ARCHS = CFG["training"]["architectures"] + [
-    interpolated(a) for a in CFG["training"]["interpolation_a"]
-]
+ARCHS = CFG["training"]["architectures"] + interpolation_runs(CFG["training"])
 TARGETS["potts_paper"] = [*figures("potts_paper"), f"{RESULTS}/{POTTS.claims}"]
 
 

@@ -78,6 +78,8 @@ def test_protein_presets_set_every_protein_key(path):
         ({"potts": {"Lx": 3}}, "unknown key potts.Lx; allowed keys here: C, L, U, beta"),
         ({"sead": 1}, "unknown key sead"),
         ({"beta_tuning": {"beta_min": 2.0, "beta_max": 1.0}}, "beta_tuning.beta_min = 2.0"),
+        ({"training": {"architectures": ["vanilla1"]}},
+         "training.interpolation_a has a = 0 but training.architectures lacks factored"),
         ({"proteins": {"families": [{"name": "A", "alignment": "a.fa"}] * 2}},
          "proteins.families: the name 'A' is used twice"),
         ({"proteins": {"families": [{"name": "my fam", "alignment": "a.fa"}]}},

@@ -46,7 +46,8 @@ def test_the_attention_paths_panels_follow_the_experiments():
 
 
 def test_fig2b_needs_an_architecture_it_shows():
-    assert "fig2b" not in _drawn({"training": {"architectures": ["factored_softmax"]}})
+    assert "fig2b" not in _drawn({"training": {"architectures": ["factored_softmax"],
+                                            "interpolation_a": []}})
     assert "fig2b" in _drawn({"training": {"architectures": ["factored"]}})
 
 

@@ -57,6 +57,18 @@ def synthetic_history() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def test_the_interpolation_at_a0_is_the_factored_fit():
+    """Fig. 2d's a = 0 is factored attention's fit (eq. 2 at a = 0); an interpolated run at
+    a = 0, as runs before that rule trained, is not read."""
+    final = pd.DataFrame({"arch": ["factored", "vanilla1", "interp-a0", "interp-a0.5"],
+                          "model": ["factored", "vanilla1", "interpolated", "interpolated"],
+                          "a": [np.nan, np.nan, 0.0, 0.5], "adam_test_loss": [1.0, 2.0, 3.0, 4.0]})
+    curve = tables.interpolation_curve(final)
+    assert curve[["arch", "a", "adam_test_loss"]].values.tolist() == [
+        ["factored", 0.0, 1.0], ["interp-a0.5", 0.5, 4.0]]
+    assert tables.interpolation_curve(final.iloc[:3]).empty  # no level a > 0: no curve
+
+
 def test_figure_panels_render():
     history = synthetic_history()
     fig = figures.fig2a_test_loss(history)
@@ -67,9 +79,11 @@ def test_figure_panels_render():
     ax = figures.fig2a_test_loss(tables.with_floor(history, floor)).axes[0]
     assert ax.lines[-1].get_ydata()[0] == 0.4  # realisation 0's floor
     assert figures.fig2c_reconstruction(history).axes[0].get_xlabel() == "epoch"
-    final = pd.DataFrame({"model": "interpolated", "a": [0.0, 0.0, 0.5, 0.5],
-                          "realisation": [0, 1, 0, 1], "test_loss": [0.3, 0.31, 0.5, 0.52],
-                          "optimal_loss": 0.29})
+    final = pd.DataFrame({"arch": ["factored", "factored", "interp-a0.5", "interp-a0.5"],
+                          "model": ["factored", "factored", "interpolated", "interpolated"],
+                          "a": [np.nan, np.nan, 0.5, 0.5], "realisation": [0, 1, 0, 1],
+                          "adam_test_loss": [0.3, 0.31, 0.5, 0.52], "optimal_loss": 0.29})
+    final["test_loss"] = final["adam_test_loss"]
     ax = figures.fig2d_interpolation(final).axes[0]
     assert ax.get_xlabel() == "perturbation level a"
     ydata = np.asarray(ax.lines[0].get_ydata(), dtype=float)

@@ -1,5 +1,6 @@
 """The protein study's models: factored attention with heads and fields, plmDCA, the weighted
-pseudo-likelihood objective and its L-BFGS fit, and the transformers' weighted MLM training."""
+pseudo-likelihood objective and its L-BFGS fit, the transformers' weighted MLM training to their
+stop criterion, and the held-out and validation splits."""
 
 from __future__ import annotations
 
@@ -12,10 +13,11 @@ import pytest
 
 from workflow_lib.mlm.plm import coupling_logits
 from workflow_lib.proteins import models
-from workflow_lib.proteins.alignment import Q
+from workflow_lib.proteins.alignment import Q, split_held_out
 from workflow_lib.proteins.fitting import coupling_model, fit_model, model_names
 from workflow_lib.proteins.splits import held_out_split
-from workflow_lib.proteins.weights import sequence_weights
+from workflow_lib.proteins.transformer import plateaued, train_transformer
+from workflow_lib.proteins.weights import neighbour_counts, sequence_weights
 
 LAMBDAS = {"fields": 0.01, "couplings": 0.01, "factored": 0.001}
 
@@ -146,40 +148,96 @@ def test_model_names_and_parameter_counts():
         coupling_model("factored-Hx", cfg, 10)
 
 
-def test_transformer_learns_a_copied_site(caplog):
-    """The 1-layer transformer trained by weighted MLM predicts a site copied from another
-    better than chance, and its held-out loss and attention map have the promised shapes; it
-    reports progress every tenth of its steps."""
-    rng = np.random.default_rng(6)
-    seqs = rng.integers(0, 4, (400, 6)).astype(np.int32)
+TRANSFORMER = {"model_dim": 16, "mask_token": "channel", "batch_size": 64,
+               "learning_rate": 0.01, "eval_every": 40, "window": 3, "tol": 0.01}
+
+
+def _copied_site(M: int = 400) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Sequences over 4 states whose site 5 copies site 1; rows 0-79 held out, 80-159 for
+    validation: ``(seqs, test, validation)``."""
+    seqs = np.random.default_rng(6).integers(0, 4, (M, 6)).astype(np.int32)
     seqs[:, 5] = seqs[:, 1]
-    test = np.zeros(400, bool)
-    test[:80] = True
-    cfg = {"models": ["vanilla1"], "transformer": {"model_dim": 16, "mask_token": "channel",
-                                                   "steps": 400, "batch_size": 64,
-                                                   "learning_rate": 0.01}}
+    test, validation = np.zeros(M, bool), np.zeros(M, bool)
+    test[:80], validation[80:160] = True, True
+    return seqs, test, validation
+
+
+def test_transformer_learns_a_copied_site_and_stops_on_its_plateau(caplog):
+    """The 1-layer transformer trained by weighted MLM predicts a site copied from another
+    better than chance and stops on the plateau of its validation loss well before its budget,
+    keeping the parameters of its lowest validation loss; its held-out loss and attention map
+    have the promised shapes, its curve one point per evaluation, and it reports progress at
+    every evaluation."""
+    seqs, test, validation = _copied_site()
+    train = ~(test | validation)
+    cfg = {"models": ["vanilla1"], "transformer": {**TRANSFORMER, "steps": 20000}}
     with caplog.at_level(logging.INFO, logger="workflow_lib.proteins"):
-        res = fit_model("vanilla1", cfg, (seqs[~test], np.ones(320)), seqs[test],
-                        jax.random.key(0))
+        res = fit_model("vanilla1", cfg, (seqs[train], np.ones(train.sum())),
+                        (seqs[validation], np.ones(80)), seqs[test], jax.random.key(0))
     steps = [r.getMessage().split()[1] for r in caplog.records if r.getMessage().startswith("step")]
-    assert steps == [f"{k}/400" for k in range(40, 401, 40)]
+    n = len(res.curve["step"])
+    assert steps == [f"{k}/20000" for k in range(40, 40 * n + 1, 40)]
+    assert res.metrics["converged"] and res.metrics["steps"] == 40 * n < 20000
+    np.testing.assert_array_equal(res.curve["step"], 40 * np.arange(1, n + 1))
+    assert res.validation_loss == res.curve["validation_loss"].min()
+    assert res.metrics["best_step"] == res.curve["step"][np.argmin(res.curve["validation_loss"])]
     assert res.test_losses.shape == (80,) and res.scores.shape == (6, 6)
     assert res.train_loss < np.log(4)  # chance over the 4 used states: log 4 nats per site
     np.testing.assert_allclose(res.scores, res.scores.T)
 
 
+def test_a_transformer_at_its_budget_is_not_converged():
+    """A budget too short for the criterion (fewer evaluations than its window) ends the run
+    unconverged, the curve reaching the budget."""
+    seqs, test, validation = _copied_site()
+    train = ~(test | validation)
+    run = train_transformer("vanilla1", {**TRANSFORMER, "steps": 130},
+                            (seqs[train], np.ones(train.sum())), (seqs[validation], np.ones(80)),
+                            jax.random.key(0))
+    assert not run.stopped and run.budget == 120
+    np.testing.assert_array_equal(run.step, [40, 80, 120])
+    assert run.best_step == run.step[np.argmin(run.validation_loss)]
+
+
+def test_the_stop_criterion_stops_a_plateau_not_an_improving_run():
+    """Validation losses that fall and then stay flat stop once the window has seen no relative
+    improvement of tol; losses still falling by more than tol per window never stop; later
+    (unfilled) entries are ignored."""
+    window, tol = 3, 0.01
+    flat = jnp.array([2.0, 1.5, 1.2, 1.1, 1.1, 1.099, 1.1, 1.1, 1.1, 1.1])
+    stops = [bool(plateaued(flat, n, window, tol)) for n in range(1, 11)]
+    assert stops == [False] * 6 + [True] * 4  # the window after 1.1 (eval 4): evals 5-7
+    falling = 2.0 * 0.97 ** jnp.arange(30.0)  # 3 % per evaluation: 9 % per window
+    assert not any(bool(plateaued(falling, n, window, tol)) for n in range(1, 31))
+    assert not bool(plateaued(flat.at[6:].set(jnp.nan), 6, window, tol))
+    assert not bool(plateaued(flat.at[6:].set(0.0), 6, window, tol))
+
+
 def test_held_out_split_drops_near_copies_and_weighs_each_part():
-    """A held-out sequence identical to a training one is dropped from the held-out set; the
-    weights are computed within the training and within the held-out rows."""
+    """A held-out or validation sequence identical to a training one is dropped from its set;
+    the fitted, validation and held-out rows are disjoint, no kept validation row is within the
+    identity of a fitted row; the weights are computed within each part."""
     rng = np.random.default_rng(7)
-    seqs = rng.integers(0, Q, (40, 10)).astype(np.int32)
-    seqs[1::2] = seqs[::2]  # 20 pairs of identical sequences
-    split = held_out_split(seqs, 0.25, 0.8, seed=3)
-    assert not (split.train & split.test).any() and split.test.any()
-    for m in np.flatnonzero(split.test):  # no kept held-out row has a copy in training
-        assert not (seqs[split.train] == seqs[m]).all(axis=1).any()
-    held = ~split.train
-    assert split.dropped == held.sum() - split.test.sum() > 0
-    np.testing.assert_allclose(split.weights[split.train],
-                               sequence_weights(seqs[split.train], 0.8))
-    np.testing.assert_array_equal(split.weights[~(split.train | split.test)], 0.0)
+    seqs = rng.integers(0, Q, (80, 10)).astype(np.int32)
+    seqs[1::2] = seqs[::2]  # 40 pairs of identical sequences
+    split = held_out_split(seqs, 0.25, 0.8, 3, 0.3, 4)
+    parts = (split.train, split.validation, split.test)
+    assert all(part.any() for part in parts)
+    assert sum(part.astype(int) for part in parts).max() == 1  # pairwise disjoint
+    training = np.ones(80, bool)
+    training[split_held_out(80, 0.25, 3)[1]] = False
+    assert not (split.test & training).any() and not ((split.train | split.validation)
+                                                      & ~training).any()
+    # no kept held-out row within identity of a training row, no validation one of a fitted row
+    assert np.all(neighbour_counts(seqs[split.test], seqs[training], 0.8) == 0)
+    assert np.all(neighbour_counts(seqs[split.validation], seqs[split.train], 0.8) == 0)
+    assert split.dropped > 0 and split.validation_dropped > 0
+    assert split.dropped + split.test.sum() == 20  # round(0.25 * 80) held out
+    assert split.validation_dropped + split.validation.sum() == 18  # round(0.3 * 60)
+    for part in parts:
+        np.testing.assert_allclose(split.weights[part], sequence_weights(seqs[part], 0.8))
+    np.testing.assert_array_equal(split.weights[~(split.train | split.validation | split.test)],
+                                  0.0)
+    # the held-out rows do not depend on the validation split
+    other = held_out_split(seqs, 0.25, 0.8, 3, 0.1, 5)
+    np.testing.assert_array_equal(other.test, split.test)

@@ -210,5 +210,9 @@ def test_a_shard_keeps_each_studys_realisation_ids():
                          "shard_studies": ["potts_paper"]})
     assert {s.name: realisations(alone, s) for s in SHARDED} == {
         "potts_paper": [2, 3, 4, 5], "attention_hmm": [], "proteins": []}
+    proteins = load_config({**TINY, "realisations": 6, "compute": {"realisations_per_job": 3},
+                            "shard": "1-1", "shard_studies": ["proteins"]})  # no Potts chunk
+    assert {s.name: realisations(proteins, s) for s in SHARDED} == {
+        "potts_paper": [], "attention_hmm": [], "proteins": [1]}
     whole = load_config({**TINY, "realisations": 6})
     assert realisations(whole, SHARDED[0]) == list(range(6))

@@ -31,7 +31,10 @@ def test_tiny_run_prepares_fits_and_judges_the_shipped_family(tiny_run):
     assert data["seqs"].shape == (M, 53) and data["test"].shape == (2, M)
     assert 0 < data.attrs["M_eff"] <= M and np.all(data["weights"] <= 1)
     assert not np.array_equal(data["test"][0], data["test"][1])  # one split per realisation
-    assert set(json.loads(data.attrs["seeds"])) == {"seed", "split_r0", "split_r1"}
+    assert set(json.loads(data.attrs["seeds"])) == {"seed", "split_r0", "split_r1",
+                                                     "validation_r0", "validation_r1"}
+    parts = data["train"].astype(int) + data["validation"] + data["test"]
+    assert parts.max() == 1 and data["validation"].any(axis=1).all()  # disjoint, each non-empty
     models = pd.read_csv(results / "proteins" / "tables" / "models.csv")
     assert set(models["model"]) == {"factored-H2", "factored_softmax-H2", "plmdca", "vanilla1",
                                     "vanilla1-jacobian", "vanilla3", "vanilla3-jacobian"}
@@ -40,17 +43,25 @@ def test_tiny_run_prepares_fits_and_judges_the_shipped_family(tiny_run):
     assert 0.3 < families.loc[0, "P@k_random"] < 0.5  # PF00014: an easy family
     assert (models["P@k_random"] == families.loc[0, "P@k_random"]).all()
     assert (models["contacts"] == "minimum inter-atomic distance < 8 Å, j - i >= 6").all()
+    assert models["validation_loss"].notna().all()
+    choice = pd.read_csv(results / "proteins" / "tables" / "factored_choice.csv")
+    assert len(choice) == 4 and (choice.groupby("realisation")["chosen"].sum() == 1).all()
+    curves = pd.read_csv(results / "proteins" / "tables" / "training_curves.csv")
+    assert set(curves["model"]) == {"vanilla1", "vanilla3"} and (curves["step"] % 5 == 0).all()
     per_family = pd.read_csv(results / "proteins" / "tables" / "family_models.csv")
     assert len(per_family) == 7 and (per_family["splits"] == 2).all()
     fit = read_artefact(results / "proteins" / "PF00014_2000" / "r0" / "vanilla3.h5", PROTEIN_FIT)
-    assert fit["jacobian_scores"].shape == (53, 53)
+    assert fit["jacobian_scores"].shape == (53, 53) and fit["curve/step"][-1] <= 20
     fit = read_artefact(results / "proteins" / "PF00014_2000" / "r1" / "plmdca.h5", PROTEIN_FIT)
     assert fit["params/J"].shape == (53, 53, 21, 21) and fit.attrs["realisation"] == 1
     claims = pd.read_csv(results / STUDY.claims)
     assert claims["verdict"].isin(VERDICTS).all()
     assert {"proteins.factored_beats_vanilla1.precision",
             "proteins.factored_as_vanilla3.heldout_loss",
-            "proteins.factored_as_plmdca.precision"} <= set(claims["id"])
+            "proteins.factored_as_plmdca.precision", "proteins.vanilla1.converged",
+            "proteins.vanilla3.converged"} <= set(claims["id"])
+    gated = claims.set_index("id").loc["proteins.factored_as_vanilla3.heldout_loss", "gates"]
+    assert gated == "proteins.fits_converged;proteins.vanilla3.converged"
     for panel in STUDY.panels:
         assert (results / "figures" / f"{panel.name}.png").stat().st_size > 0
 

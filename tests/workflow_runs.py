@@ -43,7 +43,8 @@ TINY_ALL = {
     # the shipped PF00014 subsample, every model kind, a few iterations
     "proteins": {"enabled": True, "realisations": 2, "heads": [2],
                  "attention": ["signed", "softmax"], "restarts": 1, "max_iter": 20,
-                 "transformer": {"steps": 20, "model_dim": 8, "batch_size": 16}},
+                 "transformer": {"steps": 20, "model_dim": 8, "batch_size": 16, "eval_every": 5,
+                                 "window": 2}},
 }
 
 # What a workflow copy holds besides its own workflow_lib (``data`` is linked). Not

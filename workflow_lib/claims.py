@@ -34,6 +34,7 @@ not hold, ``table`` turns the claim's verdict to ``not resolved`` and names the 
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 from collections.abc import Sequence
@@ -42,7 +43,7 @@ from types import ModuleType
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+from scipy import special, stats
 
 HOLDS, NOT_RESOLVED, FAILS = "holds", "not resolved", "does not hold"
 VERDICTS = (HOLDS, NOT_RESOLVED, FAILS)
@@ -105,13 +106,38 @@ def signed_rank_p(x: Values) -> float:
     n = len(x)
     if n == 0:
         return 1.0
-    half = np.rint(2 * stats.rankdata(np.abs(x))).astype(int)  # twice the average ranks
-    counts = np.zeros(int(half.sum()) + 1)
+    half = twice_average_ranks(np.abs(x))
+    counts = _sign_flip_counts(tuple(sorted(half.tolist())))
+    observed = int(half[x > 0].sum())
+    return float(counts[observed:].sum() / counts.sum())
+
+
+def twice_average_ranks(a: np.ndarray) -> np.ndarray:
+    """Twice the ranks (1-based, ties given their average) of the values of ``a: (n,)``, as
+    integers: ``2 * scipy.stats.rankdata(a)``, exactly (a tie group over sorted positions
+    ``first .. last``, 0-based, has twice its average rank ``first + last + 2``)."""
+    order = np.argsort(a, kind="stable")
+    ordered = a[order]
+    first = np.concatenate(([True], ordered[1:] != ordered[:-1]))  # a tie group starts
+    starts = np.flatnonzero(first)
+    ends = np.append(starts[1:], len(a)) - 1
+    twice = np.empty(len(a), int)
+    twice[order] = (starts + ends + 2)[np.cumsum(first) - 1]
+    return twice
+
+
+@functools.lru_cache(maxsize=1024)
+def _sign_flip_counts(half: tuple[int, ...]) -> np.ndarray:
+    """The number of the 2^n sign assignments of the half-ranks ``half`` (sorted) whose positive
+    ones sum to each total ``0 .. sum(half)``: ``(sum(half) + 1,)``, read-only (cached: the
+    calibration draws the same ranks many times). Integer counts, exact in float64 for n < 53,
+    so the order of the additions does not change them."""
+    counts = np.zeros(sum(half) + 1)
     counts[0] = 1.0
     for h in half:
         counts[h:] += counts[:-h].copy()
-    observed = int(half[x > 0].sum())
-    return float(counts[observed:].sum() / counts.sum())
+    counts.flags.writeable = False
+    return counts
 
 
 def _t_one_sided(x: np.ndarray) -> tuple[float, float, float]:
@@ -126,7 +152,8 @@ def _t_one_sided(x: np.ndarray) -> tuple[float, float, float]:
 def _t_sides(x: np.ndarray, bound: float) -> tuple[float, float, float, float, float]:
     """(mean of ``x - bound``, s.e.m., t, p of "above the bound", p of "below the bound")."""
     mean, sem, t = _t_one_sided(x - bound)
-    return mean, sem, t, float(stats.t.sf(t, len(x) - 1)), float(stats.t.cdf(t, len(x) - 1))
+    df = len(x) - 1  # Student's t distribution function, as scipy.stats.t computes it
+    return mean, sem, t, float(special.stdtr(df, -t)), float(special.stdtr(df, t))
 
 
 def _side(p: float, shifted: np.ndarray) -> bool:

@@ -156,6 +156,13 @@ def _check_relations(cfg: dict) -> None:
             f"sample_complexity.M goes up to {largest} but sampling.n_train = {n_train}: "
             "the sweep uses the first M training sequences; raise n_train or shrink M"
         )
+    training = cfg["training"]
+    if 0 in training["interpolation_a"] and "factored" not in training["architectures"]:
+        raise ConfigError(
+            "training.interpolation_a has a = 0 but training.architectures lacks factored: the "
+            "interpolated layer at a = 0 is factored attention, read from its fit; add factored "
+            "or drop 0"
+        )
     names = [family["name"] for family in cfg["proteins"]["families"]]
     repeated = sorted({name for name in names if names.count(name) > 1})
     if repeated:

@@ -91,15 +91,15 @@ def _markdown_table(claims: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def job_costs(results: Path, study: Study) -> pd.DataFrame:
-    """The measured cost of every job of ``study`` in the run in ``results``, read from the
-    benchmark Snakemake wrote for it (``RESULTS/benchmarks/<folder>/**.tsv`` for the study's
-    ``folders``, and its figures; the latest line of each): columns job (the benchmark's path
-    without the extension), wall_s, cpu_s, max_rss_mb; sorted by job."""
+def job_costs(results: Path, study: Study | None = None) -> pd.DataFrame:
+    """The measured cost of every job of ``study`` (``None``: of every job) in the run in
+    ``results``, read from the benchmark Snakemake wrote for it (``RESULTS/benchmarks/<folder>/
+    **.tsv`` for the study's ``folders``, and its figures; the latest line of each): columns job
+    (the benchmark's path without the extension), wall_s, cpu_s, max_rss_mb; sorted by job."""
     bench = results / "benchmarks"
-    files = [*(f for folder in study.folders or (study.name,)
-               for f in (bench / folder).rglob("*.tsv")),
-             *(bench / "figures" / f"{panel.name}.tsv" for panel in study.panels)]
+    files = list(bench.rglob("*.tsv")) if study is None else [
+        *(f for folder in study.folders or (study.name,) for f in (bench / folder).rglob("*.tsv")),
+        *(bench / "figures" / f"{panel.name}.tsv" for panel in study.panels)]
     rows = []
     for path in sorted(f for f in files if f.is_file()):
         last = pd.read_csv(path, sep="\t").iloc[-1]
@@ -254,7 +254,8 @@ def results_page(snapshot_dir: Path, study: Study, preset: str) -> str:
 
 
 def index_page(root: Path) -> str:
-    """``docs/results/README.md``: every results page with its verdict counts, then per study
+    """``docs/results/README.md``: every results page with its verdict counts (and, for a run
+    merged from shards, how many of its realisations they hold), then per study
     the verdict of each claim in every run side by side (the two readings of the protocol, the
     quick and the paper scale)."""
     lines = ["# Results", "", "One page per study and run, written by `python -m workflow_lib "
@@ -264,7 +265,10 @@ def index_page(root: Path) -> str:
         study, preset = page.stem.split("-", 1)  # study names have no "-"
         claims = read_claims(root / preset / f"{study}-claims.csv")
         runs.setdefault(study, {})[preset] = claims
-        lines.append(f"- [{page.stem}]({page.name}): {verdict_counts(claims)}")
+        source = json.loads((root / preset / f"{study}-source.json").read_text())
+        held = source.get("realisations")  # merged from shards: [held, planned]
+        so_far = f" (realisations 0-{held[0] - 1} of {held[1]}, from shards)" if held else ""
+        lines.append(f"- [{page.stem}]({page.name}){so_far}: {verdict_counts(claims)}")
     for study in studies():
         if study.name not in runs:
             continue

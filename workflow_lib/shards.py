@@ -74,9 +74,15 @@ def snapshot_name(shard: str, studies_: list[str] | None) -> str:
 
 def check(cfg: Config) -> None:
     """Raise ``ConfigError`` (one line naming the key, its value and what is allowed) unless the
-    shard of ``cfg`` lies within the realisations of its studies and starts and ends on the bounds
-    of the Potts paper's training chunks (``compute.realisations_per_job``)."""
+    shard of ``cfg`` lies within the realisations of its studies and, when it runs the Potts
+    paper, starts and ends on the bounds of its training chunks
+    (``compute.realisations_per_job``)."""
     ids = shard_range(cfg)
+    sharded = [study.name for study in studies() if study.realisations]
+    for i, name in enumerate(cfg["shard_studies"] or []):
+        if name not in sharded:
+            raise ConfigError(f"shard_studies.{i} = {json.dumps(name)}: must be one of "
+                              + ", ".join(json.dumps(n) for n in sharded))
     if ids is None:
         if cfg["shard_studies"] is not None:
             raise ConfigError(f"shard_studies = {json.dumps(cfg['shard_studies'])}: only with "
@@ -92,6 +98,8 @@ def check(cfg: Config) -> None:
         known = ", ".join(f"{key} = {n}" for key, n in counts.items())
         raise ConfigError(f"{text}: must lie within realisations 0-{most - 1}, the most of any "
                           f"study ({known})")
+    if "potts_paper" not in (cfg["shard_studies"] or ["potts_paper"]):
+        return
     size, n = cfg["compute"]["realisations_per_job"], cfg["realisations"]
     starts = ids[0] < n and ids[0] % size
     ends = ids[-1] < n - 1 and (ids[-1] + 1) % size

@@ -19,6 +19,13 @@ def interpolated(a: float) -> str:
     return f"{INTERPOLATED}{a:g}"
 
 
+def interpolation_runs(training: dict) -> list[str]:
+    """The interpolated layer's training runs under the ``training`` config: one per level of
+    ``interpolation_a`` but a = 0, where the layer is factored attention (Rende et al., eq. 2 at
+    a = 0) and Fig. 2d's point is the factored fit (``tables.interpolation_curve``)."""
+    return [interpolated(a) for a in training["interpolation_a"] if a > 0]
+
+
 def parse_arch(name: str) -> tuple[str, float | None]:
     """``'interp-a0.2'`` -> ``('interpolated', 0.2)``; other names -> ``(name, None)``."""
     if name.startswith(INTERPOLATED):

@@ -1,5 +1,5 @@
-"""One model of the protein study fitted on one held-out split of a family: its contact scores
-and its held-out masked-token loss.
+"""One model of the protein study fitted on the fitted rows of one split of a family: its contact
+scores, its validation loss (on which the study chooses) and its held-out masked-token loss.
 
 Model names (``model_names``): ``factored-H<h>`` (signed attention) and ``factored_softmax-H<h>``
 (row-softmax attention) for every ``h`` of ``proteins.heads``, ``plmdca``, ``vanilla1``,
@@ -7,14 +7,16 @@ Model names (``model_names``): ``factored-H<h>`` (signed attention) and ``factor
 for the coupling models, the APC-corrected symmetrised attention map of the masked token
 (``contacts.attention_scores``) over ``TRANSFORMER_EVAL_SEQUENCES`` training sequences for the
 transformers, and beside it their categorical-Jacobian scores (``jacobian``) over
-``JACOBIAN_SEQUENCES`` of them. Losses are in nats per site, every site masked in turn.
+``JACOBIAN_SEQUENCES`` of them. Losses are in nats per site, every site masked in turn. The
+transformers train to their stop criterion on the validation sequences
+(``transformer.train_transformer``) and keep the parameters of their lowest validation loss.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import jax
 import jax.numpy as jnp
@@ -62,28 +64,34 @@ def coupling_model(name: str, cfg: dict, L: int) -> models.CouplingModel:
 @dataclass
 class ModelResult:
     """``scores: (L, L)`` contact scores; ``test_losses: (M_test,)`` nats per site of every
-    held-out sequence; ``train_loss``: the weighted training loss (nats per site);
-    ``params``: flat name -> array; ``metrics``: fit figures (iterations, convergence, time);
-    ``jacobian_scores: (L, L)``: a transformer's categorical-Jacobian contact scores (None for
-    the coupling models, whose Jacobian is their couplings)."""
+    held-out sequence; ``train_loss``, ``validation_loss``: the weighted losses of the fitted and
+    the validation sequences (nats per site); ``params``: flat name -> array; ``metrics``: fit
+    figures (iterations or steps, convergence, time); ``jacobian_scores: (L, L)``: a
+    transformer's categorical-Jacobian contact scores (None for the coupling models, whose
+    Jacobian is their couplings); ``curve``: a transformer's training curve, name -> ``(n,)``
+    (``step``, ``train_loss``, ``validation_loss``; empty for the coupling models)."""
 
     scores: np.ndarray
     test_losses: np.ndarray
     train_loss: float
+    validation_loss: float
     params: dict[str, np.ndarray]
     metrics: dict[str, float | int | bool | str]
     jacobian_scores: np.ndarray | None = None
+    curve: dict[str, np.ndarray] = field(default_factory=dict)
 
 
-def fit_model(name: str, cfg: dict, train: tuple[np.ndarray, np.ndarray], test: np.ndarray,
+def fit_model(name: str, cfg: dict, train: tuple[np.ndarray, np.ndarray],
+              validation: tuple[np.ndarray, np.ndarray], test: np.ndarray,
               key: jax.Array) -> ModelResult:  # fmt: skip
     """Fit run ``name`` under the ``proteins`` config ``cfg`` on ``train = (seqs (M, L),
-    weights (M,))`` and evaluate every sequence of ``test: (M_test, L)``."""
+    weights (M,))``, score it on ``validation = (seqs (M_val, L), weights (M_val,))`` (a
+    transformer's stop criterion) and evaluate every sequence of ``test: (M_test, L)``."""
     start = time.perf_counter()
     train_seqs, train_w = train
     if name in TRANSFORMERS:
-        spec, params, losses = train_transformer(name, cfg["transformer"], train_seqs, train_w,
-                                                 key)  # fmt: skip
+        run = train_transformer(name, cfg["transformer"], train, validation, key)
+        spec, params = run.spec, run.params
         test_losses, _ = evaluate_transformer(spec, params, test)
         n = min(len(train_seqs), TRANSFORMER_EVAL_SEQUENCES)
         rows = np.sort(np.random.default_rng(0).permutation(len(train_seqs))[:n])
@@ -93,12 +101,17 @@ def fit_model(name: str, cfg: dict, train: tuple[np.ndarray, np.ndarray], test: 
         return ModelResult(
             contacts.attention_scores(att), test_losses,
             float(models.weighted_mean(train_losses, train_w[rows])),
+            float(run.validation_loss.min()),
             flatten_params(params) | {"attention_map": att},
-            {"steps": int(cfg["transformer"]["steps"]), "final_step_loss": float(losses[-1]),
-             "converged": True, "seconds": time.perf_counter() - start,
+            {"steps": int(run.step[-1]), "budget": run.budget, "best_step": run.best_step,
+             "converged": run.stopped,
+             "stop_reason": "stop criterion" if run.stopped else "step budget",
+             "seconds": time.perf_counter() - start,
              "jacobian_seconds": time.perf_counter() - jacobian_start,
              "n_params": int(sum(np.size(x) for x in jax.tree_util.tree_leaves(params)))},
             jacobian_scores(jac),
+            {"step": run.step, "train_loss": run.train_loss,
+             "validation_loss": run.validation_loss},
         )
     model = coupling_model(name, cfg, train_seqs.shape[1])
     result = models.fit(model, train_seqs, train_w, cfg["lambdas"], key, int(cfg["restarts"]),
@@ -111,11 +124,14 @@ def fit_model(name: str, cfg: dict, train: tuple[np.ndarray, np.ndarray], test: 
     params = flatten_params(result.params)
     if model.kind == "factored":
         params["attention"] = np.asarray(models.attention(model, result.params))
+    weighted = jax.jit(lambda p, x, w: models.weighted_loss(model, p, x, w))
+    train_loss, validation_loss = (
+        float(weighted(result.params, jnp.asarray(x, jnp.int32), jnp.asarray(w)))
+        for x, w in (train, validation))
     return ModelResult(
         contacts.contact_scores(J),
         np.asarray(losses(result.params, jnp.asarray(test, jnp.int32)), np.float64),
-        float(models.weighted_loss(model, result.params, jnp.asarray(train_seqs, jnp.int32),
-                                   jnp.asarray(train_w))), params,
+        train_loss, validation_loss, params,
         {"objective": result.objective, "iterations": result.iterations,
          "grad_norm": result.grad_norm, "converged": result.converged,
          "stop_reason": result.stop_reason, "starts": len(result.objectives),

@@ -1,17 +1,23 @@
 """Vanilla transformers of 1 and 3 layers (``workflow_lib.mlm.models``, Rende et al. 2024 App. A)
-trained by masked language modelling on a weighted protein alignment.
+trained by masked language modelling on a weighted protein alignment to a stop criterion.
 
 Each step draws ``batch`` sequences with probabilities proportional to their weights (with
 replacement: an unbiased estimate of the weighted loss) and masks one uniformly random site of
-each; Adam with cosine decay (``workflow_lib.mlm.train.make_optimizer``). The whole run is one
-``jit``-compiled ``lax.scan`` over steps in float32, with progress lines (loss, steps/s, ETA)
-from the device every tenth of the run.
+each; Adam at a constant learning rate (a plateau of the loss is then the model's, not a decayed
+schedule's). Every ``eval_every`` steps the weighted masked-token loss of the validation
+sequences is evaluated, every site masked in turn; the run stops when the lowest validation loss
+of the last ``window`` evaluations is not below ``(1 - tol)`` times the lowest before them
+(``plateaued``), or at the budget of ``steps`` steps, and keeps the parameters of its lowest
+validation loss. The whole run is one ``jit``-compiled ``lax.while_loop`` over evaluations, each a
+``lax.scan`` over ``eval_every`` steps followed by the validation loss, in float32, with a
+progress line (losses, steps/s, ETA to the budget) from the device at every evaluation.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 
 import jax
 import jax.numpy as jnp
@@ -28,75 +34,148 @@ from workflow_lib.mlm.models import (
     predict,
     predict_all_sites,
 )
-from workflow_lib.mlm.train import make_optimizer
 from workflow_lib.proteins.alignment import Q
 
 Array = jax.Array
 log = logging.getLogger("workflow_lib.proteins")
+VALIDATION_CHUNK = 256  # validation sequences evaluated at once (bounded memory)
 
 
 class StepProgress:
-    """Host-side progress lines of one run of ``steps`` steps, from the device through
-    ``jax.debug.callback``: the step, its loss, the steps per second since the reporter was made
-    (compilation included) and the time left."""
+    """Host-side progress lines of one run with a budget of ``steps`` steps, from the device
+    through ``jax.debug.callback``: the step, the training and validation losses, the steps per
+    second since the reporter was made (compilation included) and the time left to the
+    budget."""
 
     def __init__(self, logger: logging.Logger, steps: int) -> None:
         self.logger, self.steps, self.start = logger, steps, time.perf_counter()
 
-    def __call__(self, step: Array, loss: Array) -> None:
+    def __call__(self, step: Array, loss: Array, validation: Array) -> None:
         step = int(step)
         rate = step / max(time.perf_counter() - self.start, 1e-9)
-        self.logger.info("step %d/%d  loss %.4f  %.0f steps/s  ETA %.0f s", step, self.steps,
-                         float(loss), rate, (self.steps - step) / max(rate, 1e-9))
+        self.logger.info("step %d/%d  loss %.4f  validation %.4f  %.0f steps/s  ETA %.0f s", step,
+                         self.steps, float(loss), float(validation), rate,
+                         (self.steps - step) / max(rate, 1e-9))
 
 
-def train_transformer(arch: str, cfg: dict, seqs: np.ndarray, weights: np.ndarray,
-                      key: Array) -> tuple[ArchSpec, Params, np.ndarray]:  # fmt: skip
-    """Train ``arch`` (``vanilla1`` or ``vanilla3``) on ``seqs: (M, L)`` with ``weights: (M,)``.
+@dataclass(frozen=True)
+class Training:
+    """A transformer's training: ``params``, those of the lowest validation loss; the curve, one
+    entry per evaluation: ``step: (n,)`` the steps done, ``train_loss: (n,)`` the mean minibatch
+    loss of the steps since the previous evaluation, ``validation_loss: (n,)`` the weighted
+    validation loss (nats per site, every site masked in turn); ``best_step``, the step of the
+    kept parameters; ``stopped``: the stop criterion ended the run, not the ``budget`` (the
+    steps it allowed)."""
 
-    ``cfg``: ``model_dim``, ``mask_token``, ``steps``, ``batch_size``, ``learning_rate``.
-    Returns the spec, the trained float32 params and the training loss of every step
-    ``(steps,)``.
+    spec: ArchSpec
+    params: Params
+    step: np.ndarray
+    train_loss: np.ndarray
+    validation_loss: np.ndarray
+    best_step: int
+    stopped: bool
+    budget: int
+
+
+def plateaued(losses: Array, n: Array, window: int, tol: float) -> Array:
+    """The stop criterion on the first ``n`` validation losses of ``losses: (N,)`` (later
+    entries ignored): more than ``window`` of them, and the lowest of the last ``window`` not
+    below ``(1 - tol)`` times the lowest before them (no relative improvement of ``tol``)."""
+    index = jnp.arange(losses.shape[0])
+    before = jnp.min(jnp.where(index < n - window, losses, jnp.inf))
+    recent = jnp.min(jnp.where((index >= n - window) & (index < n), losses, jnp.inf))
+    return (n > window) & (recent > (1.0 - tol) * before)
+
+
+def masked_site_losses(spec: ArchSpec, params: Params, x: Array) -> tuple[Array, Array]:
+    """Every site of ``x: (B, L)`` masked in turn: the loss of each sequence ``(B,)`` (nats per
+    site) and the attention map ``(L, L)`` averaged over the ``B`` sequences."""
+    logits, att = predict_all_sites(spec, params, x)
+    logp = jax.nn.log_softmax(logits, axis=-1)
+    return -jnp.mean(jnp.take_along_axis(logp, x[..., None], axis=-1)[..., 0], axis=-1), att
+
+
+def _chunks(seqs: np.ndarray, weights: np.ndarray, chunk: int) -> tuple[Array, Array]:
+    """``seqs: (M, L)`` and ``weights: (M,)`` as ``(C, chunk, L)`` and ``(C, chunk)``, the last
+    chunk padded with weight 0."""
+    size = min(chunk, len(seqs))
+    pad = -len(seqs) % size
+    x = np.concatenate([seqs, np.repeat(seqs[:1], pad, axis=0)])
+    w = np.concatenate([weights, np.zeros(pad)])
+    return (jnp.asarray(x.reshape(-1, size, seqs.shape[1]), jnp.int32),
+            jnp.asarray(w.reshape(-1, size), jnp.float32))
+
+
+def train_transformer(arch: str, cfg: dict, train: tuple[np.ndarray, np.ndarray],
+                      validation: tuple[np.ndarray, np.ndarray], key: Array) -> Training:
+    """Train ``arch`` (``vanilla1`` or ``vanilla3``) on ``train = (seqs (M, L), weights (M,))``
+    to the stop criterion on ``validation = (seqs (M_val, L), weights (M_val,))``.
+
+    ``cfg``: ``model_dim``, ``mask_token``, ``steps`` (the budget, rounded down to a multiple of
+    ``eval_every``), ``batch_size``, ``learning_rate``, ``eval_every``, ``window``, ``tol``.
     """
+    seqs, weights = train
     L = seqs.shape[1]
     spec = arch_spec(arch, cfg, L, Q)
-    steps, batch = int(cfg["steps"]), int(cfg["batch_size"])
-    opt = make_optimizer("adam", float(cfg["learning_rate"]), steps)
-    every = max(1, steps // 10)
+    every, batch = int(cfg["eval_every"]), int(cfg["batch_size"])
+    window, tol = int(cfg["window"]), float(cfg["tol"])
+    evaluations = int(cfg["steps"]) // every
+    if evaluations < 1:
+        raise ValueError(f"transformer steps {cfg['steps']} below eval_every {every}")
+    opt = optax.adam(float(cfg["learning_rate"]))
     p = jnp.asarray(weights / np.sum(weights), jnp.float32)
     data = jnp.asarray(seqs, jnp.int32)
-    progress = StepProgress(log, steps)
+    val_x, val_w = _chunks(*validation, VALIDATION_CHUNK)
+    progress = StepProgress(log, evaluations * every)
+
+    def loss_fn(params: Params, k: Array) -> Array:
+        k_rows, k_sites = jax.random.split(k)
+        rows = jax.random.choice(k_rows, data.shape[0], (batch,), p=p)
+        sites = jax.random.randint(k_sites, (batch,), 0, L)
+        x = data[rows]
+        logits, _ = predict(spec, params, x, sites)
+        return cross_entropy(logits, x[jnp.arange(batch), sites])
+
+    def step(state, k: Array):
+        params, opt_state = state
+        loss, grad = jax.value_and_grad(loss_fn)(params, k)
+        updates, opt_state = opt.update(grad, opt_state, params)
+        return (optax.apply_updates(params, updates), opt_state), loss
+
+    def validation_loss(params: Params) -> Array:
+        sums = lax.map(lambda xw: jnp.sum(xw[1] * masked_site_losses(spec, params, xw[0])[0]),
+                       (val_x, val_w))
+        return jnp.sum(sums) / jnp.sum(val_w)
+
+    def evaluation(state):
+        n, params, opt_state, best, best_loss, curve, _, k = state
+        (params, opt_state), losses = lax.scan(step, (params, opt_state),
+                                               jax.random.split(jax.random.fold_in(k, n), every))
+        val = validation_loss(params)
+        curve = (curve[0].at[n].set(jnp.mean(losses)), curve[1].at[n].set(val))
+        better = val < best_loss
+        best = jax.tree_util.tree_map(lambda new, old: jnp.where(better, new, old), params, best)
+        jax.debug.callback(progress, (n + 1) * every, curve[0][n], val, ordered=True)
+        return (n + 1, params, opt_state, best, jnp.minimum(val, best_loss), curve,
+                plateaued(curve[1], n + 1, window, tol), k)
 
     @jax.jit
-    def run(key: Array) -> tuple[Params, Array]:
+    def run(key: Array):
         k_init, k_steps = jax.random.split(key)
         params = init(spec, k_init, jnp.float32)
+        nan = jnp.full(evaluations, jnp.nan, jnp.float32)
+        state = (jnp.int32(0), params, opt.init(params), params, jnp.float32(jnp.inf),
+                 (nan, nan), jnp.bool_(False), k_steps)
+        n, _, _, best, _, curve, stopped, _ = lax.while_loop(
+            lambda s: (s[0] < evaluations) & ~s[6], evaluation, state)
+        return n, best, curve, stopped
 
-        def loss_fn(params: Params, k: Array) -> Array:
-            k_rows, k_sites = jax.random.split(k)
-            rows = jax.random.choice(k_rows, data.shape[0], (batch,), p=p)
-            sites = jax.random.randint(k_sites, (batch,), 0, L)
-            x = data[rows]
-            logits, _ = predict(spec, params, x, sites)
-            return cross_entropy(logits, x[jnp.arange(batch), sites])
-
-        def step(state, xs):
-            params, opt_state = state
-            i, k = xs
-            loss, grad = jax.value_and_grad(loss_fn)(params, k)
-            updates, opt_state = opt.update(grad, opt_state, params)
-            lax.cond((i + 1) % every == 0,
-                     lambda: jax.debug.callback(progress, i + 1, loss, ordered=True),
-                     lambda: None)
-            return (optax.apply_updates(params, updates), opt_state), loss
-
-        keys = jax.random.split(k_steps, steps)
-        (params, _), losses = lax.scan(step, (params, opt.init(params)),
-                                       (jnp.arange(steps), keys))
-        return params, losses
-
-    params, losses = jax.device_get(run(key))
-    return spec, params, np.asarray(losses, np.float64)
+    n, params, (train_curve, val_curve), stopped = jax.device_get(run(key))
+    n = int(n)
+    steps = every * np.arange(1, n + 1)
+    val_curve = np.asarray(val_curve[:n], np.float64)
+    return Training(spec, params, steps, np.asarray(train_curve[:n], np.float64), val_curve,
+                    int(steps[np.argmin(val_curve)]), bool(stopped), evaluations * every)
 
 
 def evaluate_transformer(spec: ArchSpec, params: Params, seqs: np.ndarray,
@@ -107,9 +186,7 @@ def evaluate_transformer(spec: ArchSpec, params: Params, seqs: np.ndarray,
 
     @jax.jit
     def one(x: Array) -> tuple[Array, Array]:
-        logits, att = predict_all_sites(spec, params, x)
-        logp = jax.nn.log_softmax(logits, axis=-1)
-        loss = -jnp.mean(jnp.take_along_axis(logp, x[..., None], axis=-1)[..., 0], axis=-1)
+        loss, att = masked_site_losses(spec, params, x)
         return loss, att * x.shape[0]
 
     losses, att = [], 0.0

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from workflow_lib import claims as c
+from workflow_lib.studies.potts_paper.tables import interpolation_curve
 
 STUDY = "potts_paper"
 REALISATION = "realisation"
@@ -247,7 +248,7 @@ def training_claims(final: pd.DataFrame, history: pd.DataFrame, plm: pd.DataFram
 
 def interpolation_claims(final: pd.DataFrame) -> list[dict]:
     """Fig. 2d: a = 0 (factored attention) beats every a > 0, and the loss grows with a."""
-    interp = final[final["arch"].str.startswith("interp-a")].dropna(subset=["a"])
+    interp = interpolation_curve(final)
     if interp["a"].nunique() < 2:
         return []
     excess = interp.assign(excess=interp["adam_test_loss_heldout"]

@@ -86,6 +86,18 @@ def restarts_at_floor(restarts: pd.DataFrame) -> pd.DataFrame:
                         ).reset_index()
 
 
+def interpolation_curve(final: pd.DataFrame) -> pd.DataFrame:
+    """Fig. 2d's runs, rows of ``final`` (``training_tables``): the interpolated layer's at
+    every level a > 0 and, as its a = 0, the factored fit (the layer at a = 0 is factored
+    attention, eq. 2: ``architectures.interpolation_runs``); empty without an interpolated run
+    at a > 0."""
+    interp = final[(final["model"] == "interpolated") & (final["a"] > 0)]
+    if not len(interp):
+        return interp
+    return pd.concat([final[final["arch"] == "factored"].assign(a=0.0), interp],
+                     ignore_index=True)
+
+
 def plm_table(paths: Iterable[str]) -> pd.DataFrame:
     """One row per ``plm-fit/2`` artefact: kind, realisation, losses, reconstruction, cost
     (``PLM_FINAL``), ``converged`` (max |gradient| <= grad_tol), the optimiser's stop reason and

@@ -4,9 +4,13 @@ well as a deep transformer, and significantly better than a single layer of vani
 self-attention" (Bhattacharya et al. 2020, quoted by Rende et al. 2024, Sec. I), in contact
 precision at L (P@L) and in held-out masked-token loss. The units are families: each model's
 held-out loss and P@L are averaged over the family's held-out splits first (the splits share
-most sequences), then paired per family; factored attention is represented by its number of
-heads (and attention form) with the lowest mean training loss per family, a choice made on the
-training sequences alone. "Significantly better" is a one-sided paired test, "as well as" a
+most sequences), then paired per family; factored attention is represented, on each split, by
+its number of heads (and attention form) with the lowest validation loss (``tables.
+factored_choice``), a choice made on validation sequences carved from the training sequences,
+never on the held-out ones the claims test. A comparison with a transformer is gated by the check
+that it reached its stop criterion on every split (``proteins.<arch>.converged``); a reported
+check says whether the factored fits' penalty lets the held-out loss rise with the heads.
+"Significantly better" is a one-sided paired test, "as well as" a
 non-inferiority test with the project's margin, "its contacts are plmDCA's" an equivalence
 (TOST); each margin is a ``Criterion`` with its reason. Each precision row states the contact
 definition and the random-ranking precision beside it. Every claim is gated by the check that
@@ -45,6 +49,11 @@ REFERENCE_TOLERANCE = c.Criterion(
     "well inside the gap between the published P@L of these alignments (0.74 to 1.00) and "
     "random ranking (0.24 to 0.47, families.csv P@k_random); the project's sanity range")
 FAMILY = "family"
+OVERFIT_RISE = c.Criterion(
+    "OVERFIT_RISE", 0.02, "calling a noise-level rise of the held-out loss with the heads "
+    "over-fitting", "the held-out-loss margin of the claims' non-inferiority test "
+    "(LOSS_TOLERANCE): a rise below it is one the claims would call 'as well as'; gates no "
+    "claim, the claims compare the heads chosen on the validation split")
 # plmDCA's P@L (|i - j| >= 6, 8 Å) read from AttentionDCA's result files, keyed by the sha256 of
 # the alignment file it was measured on, as published (ArDCAData, DataAttentionDCA): a sanity
 # range, not a claim of the papers (docs/proteins.md). A subsample or any other file of the same
@@ -57,17 +66,32 @@ PLMDCA_REFERENCE = {
 }
 
 
-def factored_representative(models: pd.DataFrame) -> pd.DataFrame:
-    """Per family, the rows of the factored configuration (``factored*``: heads and attention
-    form) with the lowest mean training loss, renamed ``factored``: a choice made on the training
-    sequences alone, before the held-out loss and the contacts it is tested on are seen."""
-    factored = models[models["model"].str.startswith("factored")]
-    if not len(factored):
-        return factored
-    means = factored.groupby(["family", "model"])["train_loss"].mean()
-    best = means.groupby(level="family").idxmin().tolist()
-    return factored.set_index(["family", "model"]).loc[best].reset_index().assign(
-        model="factored")
+def factored_representative(models: pd.DataFrame, choice: pd.DataFrame) -> pd.DataFrame:
+    """Per family and realisation, the row of ``models`` of the factored configuration (heads
+    and attention form) that ``choice`` (``tables.factored_choice``) marks chosen, renamed
+    ``factored``: a choice made on the split's validation sequences, before the held-out loss and
+    the contacts it is tested on are seen."""
+    keys = ["family", "realisation", "model"]
+    chosen = choice.loc[choice["chosen"].astype(bool), keys]
+    return models.merge(chosen, on=keys).assign(model="factored")
+
+
+def heldout_rise(choice: pd.DataFrame) -> pd.Series:
+    """Per (family, realisation, attention form) of ``choice`` (``tables.factored_choice``) with
+    two head counts or more: the largest rise of the held-out loss of a head count above the
+    lowest of the smaller ones, among the head counts whose training loss is below that of every
+    smaller one (0 when none): over-fitting in H, the held-out loss rising while the training
+    loss falls."""
+
+    def rise(unit: pd.DataFrame) -> float:
+        unit = unit.sort_values("heads")
+        heldout, train = unit["heldout_loss"].to_numpy(), unit["train_loss"].to_numpy()
+        rises = [heldout[k] - heldout[:k].min() for k in range(1, len(unit))
+                 if train[k] < train[:k].min()]
+        return max([0.0, *rises])
+
+    units = choice.groupby(["family", "realisation", "attention"])
+    return units.apply(rise)[units.size() > 1]
 
 
 def _by_family(models: pd.DataFrame, a: str, b: str, column: str) -> pd.Series:
@@ -96,19 +120,38 @@ def _row(id: str, figure: str, statement: str, paper: str, test: c.Test, criteri
 
 
 def claims_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
-    """The claims table of the study from its tables (``registry.STUDY.tables``; ``models``
-    required, ``families`` for the plmDCA reference check)."""
-    models = tables["models"]
+    """The claims table of the study from its tables (``registry.STUDY.tables``; ``models`` and
+    ``factored_choice`` required, ``families`` for the plmDCA reference check)."""
+    models, choice = tables["models"], tables["factored_choice"]
     yardstick = _yardstick(models)
-    both = pd.concat([factored_representative(models),
+    both = pd.concat([factored_representative(models, choice),
                       models[~models["model"].str.startswith("factored")]])
     present = set(both["model"])
     has_precision = "P@L" in both and both["P@L"].notna().any()
-    chosen = "factored (the configuration of lowest training loss per family)"
+    chosen = "factored (H chosen on the validation split of each held-out split)"
     converged = "proteins.fits_converged"
     references = _reference_checks(models, tables.get("families"), yardstick) if (
         has_precision and "plmdca" in present) else []
     rows = []
+    for arch in ("vanilla1", "vanilla3"):
+        fits = models[models["model"] == arch]
+        if len(fits):
+            rows.append(_row(
+                f"proteins.{arch}.converged", SOURCE, f"The {arch} transformer reached its stop "
+                "criterion before a claim compares with it", "",
+                c.every(fits["converged"].astype(bool)),
+                "every (family, split): the validation loss stopped improving over the window "
+                "(proteins.transformer.window, tol) before the step budget", "split", c.CHECK))
+    rises = heldout_rise(choice)
+    if len(rises):
+        rows.append(_row(
+            "proteins.factored_penalty.heldout_vs_heads", SOURCE, "The factored fits' penalty "
+            "keeps the held-out loss from rising as heads are added while the training loss "
+            "falls (no over-fitting in H; reported, gates nothing)", "",
+            c.every(rises <= OVERFIT_RISE.value, rises),
+            f"every (family, split, attention form): held-out loss of H minus the lowest of the "
+            f"smaller H whose training loss is higher <= {OVERFIT_RISE.value:g} nats per site",
+            "split", c.CHECK))
     # against each transformer: P@L (when the run has contacts) and the held-out loss, paired per
     # family; superiority over one layer, non-inferiority within the project's margins to three
     comparisons = (
@@ -123,17 +166,17 @@ def claims_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
             continue
         margin = " (non-inferiority; the project's margin)" if precision_margin else ""
         bound = 0 - precision_margin  # 0, not -0, at no margin
+        gates = (converged, f"proteins.{other}.converged")
         if has_precision:
             rows.append(_row(
                 f"proteins.{name}.precision", SOURCE, statement, "",
                 c.greater(_by_family(both, "factored", other, "P@L"), bound),
-                f"paired P@L {chosen} - {other} > {bound:g}{margin}{yardstick}",
-                gates=(converged,)))
+                f"paired P@L {chosen} - {other} > {bound:g}{margin}{yardstick}", gates=gates))
         rows.append(_row(
             f"proteins.{name}.heldout_loss", SOURCE, statement, "",
             c.less(_by_family(both, "factored", other, "heldout_loss"), loss_margin),
             f"paired held-out loss {chosen} - {other} < {loss_margin:g} nats per masked site"
-            f"{margin}", gates=(converged,)))
+            f"{margin}", gates=gates))
     if {"factored", "plmdca"} <= present and has_precision:
         tolerance = PRECISION_TOLERANCE.value
         rows.append(_row(
@@ -143,12 +186,13 @@ def claims_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
             f"paired P@L {chosen} - plmdca within +-{tolerance:g} (TOST; the project's margin)"
             f"{yardstick}", gates=(converged, *(r["id"] for r in references))))
     if "converged" in models:
-        fits = models["converged"].astype(bool)
+        coupling = ~models["model"].str.startswith("vanilla")  # transformers: their own checks
+        fits = models.loc[coupling, "converged"].astype(bool)
         rows.append(_row(
-            converged, SOURCE, "Every fit of the comparison converged", "", c.every(fits),
-            "every (family, model, split): the fit converged (coupling models: max |gradient| "
-            "below proteins.grad_tol; transformers: their fixed number of steps); measured: the "
-            "fraction converged", "fit", c.CHECK))
+            converged, SOURCE, "Every coupling model's fit converged", "", c.every(fits),
+            "every (family, model, split) of plmDCA and factored attention: max |gradient| "
+            "below proteins.grad_tol (the transformers' stops: proteins.<arch>.converged); "
+            "measured: the fraction converged", "fit", c.CHECK))
     return c.table(rows + references)
 
 

@@ -10,7 +10,8 @@ from workflow_lib.studies.proteins import resources
 
 STAGES = "workflow_lib.studies.proteins"
 DRAW = f"{STAGES}.figures"
-DATA_KEYS = ("max_gap_column", "max_gap_sequence", "identity", "held_out", "realisations")
+DATA_KEYS = ("max_gap_column", "max_gap_sequence", "identity", "held_out", "validation",
+             "realisations")
 COUPLING_FIT_KEYS = ("fields", "lambdas", "restarts", "max_iter", "grad_tol")
 DISTANCE_KIND = "distance"  # a family's distance_kind when its config entry gives none
 
@@ -54,7 +55,8 @@ STUDY = Study(
         claims_rule("protein_claims", "proteins"),
         figure_rule("protein_figure"),
     ),
-    tables=("models", "family_models", "curves", "pairs", "families"),
+    tables=("models", "family_models", "factored_choice", "training_curves", "curves", "pairs",
+            "families"),
     claims="proteins/tables/claims.csv",
     claims_of="workflow_lib.studies.proteins.claims:claims_table",
     page_tables=("family_models",),

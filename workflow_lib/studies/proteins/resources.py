@@ -15,9 +15,12 @@ and the heads ``H``:
 
 A fit takes ``BASELINE.seconds + units * unit + rest`` seconds, with ``units`` its budget:
 ``max_iter`` for plmDCA, ``restarts * max_iter`` for factored attention, ``transformer.steps``
-scaled by the batch (linearly) and the width (squared) above the benchmark's for a transformer;
-and ``BASELINE.mb + mb`` MB. The data stage takes ``BASELINE`` once per weighing (the whole
-alignment's and each held-out split's).
+scaled by the batch (linearly) and the width (squared) above the benchmark's for a transformer,
+plus its validation evaluations (``steps / eval_every`` of them, each every site of the
+validation sequences masked in turn: ``M_val L`` sequence passes, a benchmark step's
+``3 * BENCH_BATCH`` forward and backward passes, with ``M_val`` the validation share of the
+records); and ``BASELINE.mb + mb`` MB. The data stage takes ``BASELINE`` once per weighing (the
+whole alignment's and each held-out split's).
 """
 
 from __future__ import annotations
@@ -96,15 +99,17 @@ def model_kind(model: str) -> tuple[str, int]:
     return model, 1
 
 
-def units(kind: str, proteins: dict) -> float:
+def units(kind: str, proteins: dict, L: float, M: float) -> float:
     """A fit's budget in the benchmark's units (see the module docstring) for a ``proteins``
-    config section."""
+    config section and a family of ``M`` records of ``L`` columns."""
     if kind == "plmdca":
         return proteins["max_iter"]
     if kind == "factored":
         return proteins["restarts"] * proteins["max_iter"]
     t = proteins["transformer"]
-    return (t["steps"] * max(1.0, t["batch_size"] / BENCH_BATCH)
+    validation = M * (1 - proteins["held_out"]) * proteins["validation"]
+    evaluations = t["steps"] // t["eval_every"] * validation * L / (3 * BENCH_BATCH)
+    return ((t["steps"] * max(1.0, t["batch_size"] / BENCH_BATCH) + evaluations)
             * max(1.0, t["model_dim"] / BENCH_WIDTH) ** 2)
 
 
@@ -153,7 +158,7 @@ def fit_minutes(cfg: Config, wildcards: Wildcards) -> float:
     """Runtime of the ``protein_fit`` job of ``wildcards['family']`` and ``['model']``."""
     M, L = family_size(cfg, wildcards["family"])
     kind, H = model_kind(wildcards["model"])
-    return fit_seconds(kind, L, M, H, units(kind, cfg["proteins"])) / 60
+    return fit_seconds(kind, L, M, H, units(kind, cfg["proteins"], L, M)) / 60
 
 
 def fit_memory(cfg: Config, wildcards: Wildcards) -> float:

@@ -1,6 +1,6 @@
 """Stages of the protein study: ``protein_data`` (an alignment read, gap-filtered, weighted and
-split into held-out sets) and ``protein_fit`` (one model on one split). The science is in
-``workflow_lib.proteins``."""
+split into fitted, validation and held-out sets) and ``protein_fit`` (one model on one split).
+The science is in ``workflow_lib.proteins``."""
 
 from __future__ import annotations
 
@@ -26,22 +26,30 @@ from workflow_lib.studies.proteins.artefacts import PROTEIN_DATA, PROTEIN_FIT
 log = logging.getLogger("workflow_lib.proteins")
 
 
-def split_seed(seed: int, realisation: int) -> int:
-    """The integer seed of realisation ``realisation``'s held-out split."""
-    key = stage_key(seed, "protein_split", realisation)
+def split_seed(seed: int, realisation: int, part: str = "protein_split") -> int:
+    """The integer seed of realisation ``realisation``'s held-out split (``part``
+    ``protein_validation``: of its validation split)."""
+    key = stage_key(seed, part, realisation)
     return int(jax.random.randint(key, (), 0, 2**31 - 1))
+
+
+def validation_seed(seed: int, realisation: int) -> int:
+    """The integer seed of realisation ``realisation``'s validation split."""
+    return split_seed(seed, realisation, "protein_validation")
 
 
 def protein_data(job: Job) -> None:
     """Read the family's alignment, drop gappy columns and sequences, weigh the sequences and
-    draw ``realisations`` held-out splits (``splits.held_out_split``).
+    draw ``realisations`` splits into fitted, validation and held-out rows
+    (``splits.held_out_split``).
 
     Datasets: ``seqs: (M, L)`` int8 in ``ALPHABET`` order; ``alignment_weights: (M,)`` (the
     whole alignment's, whose sum is M_eff); ``rows: (M,)`` (0-based records kept),
     ``columns: (L,)`` (1-based alignment columns kept: the residue numbering of every table);
-    per realisation ``train``, ``test: (R, M)`` bool and ``weights: (R, M)`` (within each part);
-    ``distances: (L, L)`` in Å (NaN: unknown) when the family has a distance file. Verified:
-    weights in (0, 1], every split with training and held-out rows.
+    per realisation ``train`` (the fitted rows), ``validation``, ``test: (R, M)`` bool and
+    ``weights: (R, M)`` (within each part); ``distances: (L, L)`` in Å (NaN: unknown) when the
+    family has a distance file. Verified: weights in (0, 1], every split with fitted, validation
+    and held-out rows.
     """
     p = job.params
     path = Path(job.input["alignment"])
@@ -51,20 +59,24 @@ def protein_data(job: Job) -> None:
     seqs, rows, columns = filter_gaps(aln.seqs, p["max_gap_sequence"], p["max_gap_column"])
     M, L = seqs.shape
     weights = sequence_weights(seqs, p["identity"])
-    splits = [held_out_split(seqs, p["held_out"], p["identity"], split_seed(p["seed"], r))
+    splits = [held_out_split(seqs, p["held_out"], p["identity"], split_seed(p["seed"], r),
+                             p["validation"], validation_seed(p["seed"], r))
               for r in range(p["realisations"])]
     for r, s in enumerate(splits):
-        if not (s.train.any() and s.test.any()):
-            raise StageError(
-                f"{path}: split r{r} keeps no held-out sequence below identity {p['identity']} "
-                f"to every training sequence (of {M}); raise proteins.held_out or "
-                "proteins.identity")
+        for part, key, kept in (("held-out", "held_out", s.test),
+                                ("validation", "validation", s.validation)):
+            if not (s.train.any() and kept.any()):
+                raise StageError(
+                    f"{path}: split r{r} keeps no {part} sequence (of {M}; each lies within "
+                    f"identity {p['identity']} of a sequence left in training); raise "
+                    f"proteins.{key} or proteins.identity")
     parts = np.stack([s.weights for s in splits])
     if not (np.all(weights > 0) and np.all(weights <= 1) and np.all(parts <= 1)):
         raise StageError(f"{path}: sequence weights outside (0, 1]")
     data = {"seqs": seqs.astype(np.int8), "alignment_weights": weights, "rows": rows,
-            "columns": columns + 1, "train": np.stack([s.train for s in splits]),
-            "test": np.stack([s.test for s in splits]), "weights": parts}
+            "columns": columns + 1, **{part: np.stack([getattr(s, part) for s in splits])
+                                       for part in ("train", "validation", "test")},
+            "weights": parts}
     known = float("nan")
     if raw_distances is not None:
         data["distances"] = raw_distances[np.ix_(columns, columns)]
@@ -76,38 +88,46 @@ def protein_data(job: Job) -> None:
     m_eff = float(np.sum(weights))
     log.info("%s: %d x %d of %d x %d after the gap filter; M_eff %.1f at identity %.2f; "
              "held out per split %s (of them dropped within the identity of a training "
-             "sequence: %s)", p["family"], M, L, *aln.seqs.shape, m_eff, p["identity"],
-             [int(s.test.sum()) for s in splits], [s.dropped for s in splits])  # fmt: skip
+             "sequence: %s); validation %s (dropped: %s)", p["family"], M, L, *aln.seqs.shape,
+             m_eff, p["identity"], [int(s.test.sum()) for s in splits],
+             [s.dropped for s in splits], [int(s.validation.sum()) for s in splits],
+             [s.validation_dropped for s in splits])  # fmt: skip
     write_artefact(
         job.output["data"], PROTEIN_DATA, data, p,
         seeds={"seed": p["seed"], **{f"split_r{r}": split_seed(p["seed"], r)
-                                     for r in range(p["realisations"])}},
+                                     for r in range(p["realisations"])},
+               **{f"validation_r{r}": validation_seed(p["seed"], r)
+                  for r in range(p["realisations"])}},
         attrs={"family": p["family"], "alphabet": ALPHABET, "M_raw": aln.seqs.shape[0],
                "L_raw": aln.seqs.shape[1], "M": M, "L": L, "M_eff": m_eff,
                "held_out_dropped": json.dumps([s.dropped for s in splits]),
+               "validation_dropped": json.dumps([s.validation_dropped for s in splits]),
                "distances_known": known, "alignment": str(path),
                "alignment_sha256": hashlib.sha256(path.read_bytes()).hexdigest()},
     )
 
 
 def protein_fit(job: Job) -> None:
-    """Fit one model on one held-out split (``fitting.fit_model``).
+    """Fit one model on the fitted rows of one split, scored on its validation rows
+    (``fitting.fit_model``).
 
-    Datasets: ``scores: (L, L)`` contact scores (and a transformer's ``jacobian_scores: (L, L)``);
+    Datasets: ``scores: (L, L)`` contact scores (and a transformer's ``jacobian_scores: (L, L)``
+    and training curve ``curve/{step,train_loss,validation_loss}: (n,)``);
     ``test_losses: (M_test,)`` nats per site of the held-out sequences; ``params/*`` (``J`` in
     float32). Attrs: ``heldout_loss`` (the mean of ``test_losses`` weighted by the held-out
-    weights), ``train_loss`` and the fit's figures.
+    weights), ``train_loss``, ``validation_loss`` and the fit's figures.
     Verified: finite symmetric scores and a finite held-out loss.
     """
     p, model, r = job.params, job.params["model"], job.params["realisation"]
     art = read_artefact(job.input["data"], PROTEIN_DATA,
-                        required=("seqs", "train", "test", "weights"))
+                        required=("seqs", "train", "validation", "test", "weights"))
     if r >= art["test"].shape[0]:
         raise StageError(f"{job.input['data']}: has {art['test'].shape[0]} splits, not r{r}")
-    seqs, train, test, w = (art["seqs"].astype(np.int32), art["train"][r], art["test"][r],
-                            art["weights"][r])
+    seqs, w = art["seqs"].astype(np.int32), art["weights"][r]
+    train, validation, test = (art[part][r] for part in ("train", "validation", "test"))
     key = jax.random.fold_in(stage_key(p["seed"], "protein_fit", r), zlib.crc32(model.encode()))
-    res = fit_model(model, p["proteins"], (seqs[train], w[train]), seqs[test], key)
+    res = fit_model(model, p["proteins"], (seqs[train], w[train]),
+                    (seqs[validation], w[validation]), seqs[test], key)
     heldout = weighted_mean(res.test_losses, w[test])
     scores = {"scores": res.scores}
     if res.jacobian_scores is not None:
@@ -116,14 +136,17 @@ def protein_fit(job: Job) -> None:
             and np.isfinite(heldout)):
         raise StageError(f"{p['family']} r{r} {model}: non-finite or asymmetric contact scores, "
                          "or a non-finite held-out loss")
-    log.info("%s r%d %s: held-out loss %.4f, training loss %.4f nats per site (%.0f s)",
-             p["family"], r, model, heldout, res.train_loss, res.metrics["seconds"])
+    log.info("%s r%d %s: held-out loss %.4f, validation loss %.4f, training loss %.4f nats per "
+             "site (%.0f s)", p["family"], r, model, heldout, res.validation_loss, res.train_loss,
+             res.metrics["seconds"])
     params = {f"params/{k}": (v.astype(np.float32) if k == "J" else v)
               for k, v in res.params.items()}
     write_artefact(
         job.output["fit"], PROTEIN_FIT,
-        {**scores, "test_losses": res.test_losses, **params}, p,
+        {**scores, "test_losses": res.test_losses, **params,
+         **{f"curve/{k}": v for k, v in res.curve.items()}}, p,
         seeds={"seed": p["seed"], "realisation": r, "model_tag": zlib.crc32(model.encode())},
         attrs={"family": p["family"], "model": model, "realisation": r, "heldout_loss": heldout,
-               "train_loss": res.train_loss, **res.metrics},
+               "train_loss": res.train_loss, "validation_loss": res.validation_loss,
+               **res.metrics},
     )

@@ -1,7 +1,8 @@
 """Tidy tables of the protein study from its artefacts: per fit (``models``), per family and model
-averaged over the splits (``family_models``), the precision of the top-ranked pairs (``curves``),
-every scored pair of the first split (``pairs``, realisation ``PAIRS_REALISATION``) and per family
-(``families``)."""
+averaged over the splits (``family_models``), the heads of factored attention chosen on each
+split's validation sequences (``factored_choice``), the transformers' training curves
+(``training_curves``), the precision of the top-ranked pairs (``curves``), every scored pair of
+the first split (``pairs``, realisation ``PAIRS_REALISATION``) and per family (``families``)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ import pandas as pd
 from workflow_lib.artefacts import Artefact
 from workflow_lib.proteins import contacts
 
-FIT_ATTRS = ("heldout_loss", "train_loss", "converged", "seconds", "n_params")
+FIT_ATTRS = ("heldout_loss", "validation_loss", "train_loss", "converged", "stop_reason", "seconds",
+             "n_params")
+CURVE = ("step", "train_loss", "validation_loss")  # a transformer's curve/* datasets
 PAIRS_REALISATION = 0  # the split whose every scored pair the pairs table holds
 CURVE_COLUMNS = ("family", "model", "realisation", "L", "rank", "precision", "P@k_random",
                  "contacts")
@@ -58,14 +61,19 @@ def build(data: list[Artefact], fits: list[Artefact], cfg: dict,
     families = pd.DataFrame([
         {"family": name, **{k: art.attrs[k] for k in ("M_raw", "L_raw", "M", "L", "M_eff",
                                                       "distances_known", "alignment_sha256")},
-         "held_out": int(art["test"][0].sum()), "splits": art["test"].shape[0],
+         "held_out": int(art["test"][0].sum()), "validation": int(art["validation"][0].sum()),
+         "splits": art["test"].shape[0],
          **yardsticks[name]}
         for name, art in by_family.items()])
-    rows, curves, pairs = [], [], []
+    rows, curves, pairs, training = [], [], [], []
     for fit in fits:
         family = fit.attrs["family"]
         d, r = by_family[family], int(fit.attrs["realisation"])
         L = int(d.attrs["L"])
+        if "curve/step" in fit.data:
+            training.append(pd.DataFrame({"family": family, "model": fit.attrs["model"],
+                                          "realisation": r, "budget": fit.attrs["budget"],
+                                          **{k: fit[f"curve/{k}"] for k in CURVE}}))
         for name, scores in _score_kinds(fit):
             row = {"family": family, "model": name, "realisation": r, "L": L,
                    **{k: fit.attrs[k] for k in FIT_ATTRS}}
@@ -84,8 +92,13 @@ def build(data: list[Artefact], fits: list[Artefact], cfg: dict,
                     family=family, model=name, realisation=r, L=L,
                     contacts=yardsticks[family]["contacts"]))
     order = lambda df, keys: df.sort_values(keys, kind="stable").reset_index(drop=True)  # noqa: E731
+    models = order(pd.DataFrame(rows), ["family", "model", "realisation"])
     return {
-        "models": order(pd.DataFrame(rows), ["family", "model", "realisation"]),
+        "models": models,
+        "factored_choice": factored_choice(models),
+        "training_curves": order(pd.concat(training), ["family", "model", "realisation", "step"])
+        if training else pd.DataFrame(columns=["family", "model", "realisation", "budget",
+                                               *CURVE]),
         "curves": order(pd.concat(curves), ["family", "model", "realisation", "rank"])
         if curves else pd.DataFrame(columns=list(CURVE_COLUMNS)),
         "pairs": order(pd.concat(pairs), ["family", "model", "rank"])
@@ -108,6 +121,26 @@ def family_models_table(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     return family_models(tables["models"])
 
 
+def factored_choice(models: pd.DataFrame) -> pd.DataFrame:
+    """One row per factored fit (``factored-H<h>``, ``factored_softmax-H<h>``) with its
+    ``heads``, ``attention``, training, validation and held-out losses, and ``chosen``: per
+    (family, realisation), the fit of lowest validation loss, the configuration the claims
+    compare (a choice on the validation sequences alone; the held-out loss is beside it for the
+    over-fitting check, not for the choice)."""
+    columns = ["family", "realisation", "model", "heads", "attention", "train_loss",
+               "validation_loss", "heldout_loss", "chosen"]
+    if models.empty:
+        return pd.DataFrame(columns=columns)
+    factored = models[models["model"].str.match(r"factored(_softmax)?-H\d+$")].copy()
+    prefix, _, heads = factored["model"].str.partition("-H").T.to_numpy()
+    factored["heads"] = heads.astype(int)
+    factored["attention"] = np.where(prefix == "factored", "signed", "softmax")
+    best = factored.groupby(["family", "realisation"])["validation_loss"].idxmin()
+    factored["chosen"] = factored.index.isin(best)
+    return factored[columns].sort_values(["family", "realisation", "attention", "heads"],
+                                         kind="stable").reset_index(drop=True)
+
+
 def family_models(models: pd.DataFrame) -> pd.DataFrame:
     """One row per (family, model): the held-out loss and the precisions averaged over the
     family's splits (``splits`` of them), the unit of the protein claims; the yardsticks
@@ -116,7 +149,8 @@ def family_models(models: pd.DataFrame) -> pd.DataFrame:
     the losses, the seconds and the contact definition."""
     if models.empty:
         return models
-    numbers = [c for c in ("heldout_loss", "train_loss", "P@L/5", "P@L/2", "P@L", "seconds")
+    numbers = [c for c in ("heldout_loss", "validation_loss", "train_loss", "P@L/5", "P@L/2",
+                           "P@L", "seconds")
                if c in models]
     carried = [c for c in ("L", "P@k_random", "contacts") if c in models]
     grouped = models.groupby(["family", "model"], sort=True)
