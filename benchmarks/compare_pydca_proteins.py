@@ -21,8 +21,8 @@ the ``proteins`` schema defaults and held-out split ``--realisation`` drawn by
 ``proteins`` (``lambdas``, ``max_iter``, ``grad_tol``), keyed as the ``protein_fit`` stage keys
 it; pydca fits the same training rows.
 
-The two objectives. The project minimises (asymmetric couplings ``J_ij`` and ``J_ji`` free,
-``||J||^2`` over ``i != j``, training weights ``w_m`` with ``M_eff = sum_m w_m``)
+The two objectives. The project minimises (symmetric couplings, one ``J_ij = J_ji^T`` per pair
+``i < j``, ``||J||^2`` over ``i != j``, training weights ``w_m`` with ``M_eff = sum_m w_m``)
 
     (1 / L) [ -(1 / M_eff) sum_m w_m sum_i log P(s_mi | s_m,-i)
               + lambda_h ||h||^2 + lambda_J sum_{i != j} ||J_ij||^2 ],
@@ -33,8 +33,8 @@ its own weights ``w'_n`` (``M'_eff = sum_n w'_n``) and symmetric couplings (one 
 
     -sum_n w'_n sum_i log P(s_ni | s_n,-i) + lambda'_h ||h||^2 + lambda'_J sum_{i<j} ||J_ij||^2.
 
-Multiplying the project's objective by ``L M'_eff`` and restricting it to symmetric couplings
-(``sum_{i != j} = 2 sum_{i<j}``) gives pydca's with ``lambda'_h = M'_eff lambda_h`` and
+Multiplying the project's objective by ``L M'_eff`` (``sum_{i != j} = 2 sum_{i<j}``) gives
+pydca's with ``lambda'_h = M'_eff lambda_h`` and
 ``lambda'_J = 2 M'_eff lambda_J``: the same penalty per unit of the weighted mean loss. pydca
 counts a neighbour when its identity is strictly above ``seqid``, the project when it is at or
 above ``identity``; ``seqid = (k - 0.5) / L``, with ``k`` the project's smallest number of
@@ -124,14 +124,14 @@ def objective(model: models.CouplingModel, params: dict, seqs: np.ndarray, weigh
 
 def objective_f64(params: dict, seqs: np.ndarray, weights: np.ndarray,
                   lambdas: dict[str, float]) -> float:  # fmt: skip
-    """The project's plmDCA objective at ``params`` (``J: (L, L, Q, Q)``, ``h: (L, Q)``) on
-    ``seqs: (M, L)`` with ``weights: (M,)``, the couplings' products in float64."""
-    L = seqs.shape[1]
+    """The project's plmDCA objective at ``params`` (the pairs' couplings ``J: (L (L - 1) / 2, Q,
+    Q)``, ``h: (L, Q)``) on ``seqs: (M, L)`` with ``weights: (M,)``, the couplings' products in
+    float64."""
+    model = models.CouplingModel("plmdca", seqs.shape[1], fields=True)
     x = jnp.asarray(seqs, jnp.int32)
-    logits = coupling_logits(jnp.asarray(params["J"], jnp.float64), x) + params["h"]
+    logits = coupling_logits(models.couplings(model, params), x) + params["h"]
     logp = jnp.take_along_axis(jax.nn.log_softmax(logits, axis=-1), x[..., None], axis=-1)
     loss = models.weighted_mean(-jnp.mean(logp[..., 0], axis=-1), jnp.asarray(weights))
-    model = models.CouplingModel("plmdca", L, fields=True)
     return float(loss + models.penalty(model, params, lambdas))
 
 
@@ -235,7 +235,7 @@ def compare(family: str, subsample: int | None, args: argparse.Namespace) -> Non
 
     model = models.CouplingModel("plmdca", L, fields=True)
     params = {"project": {k: jnp.asarray(ours.params[k]) for k in ("J", "h")},
-              "pydca": {"J": jnp.asarray(J_pd), "h": jnp.asarray(h_pd)}}
+              "pydca": {"J": jnp.asarray(J_pd[np.triu_indices(L, 1)]), "h": jnp.asarray(h_pd)}}
     loss = {name: weighted_loss(model, p, seqs[test], weights[test])
             for name, p in params.items()}  # fmt: skip
     obj = {name: objective(model, p, train, weights[split.train], cfg["lambdas"])

@@ -47,7 +47,7 @@ def test_factored_logits_are_those_of_its_couplings(heads, softmax):
 def test_a_site_does_not_condition_on_itself():
     """Changing s_i changes every conditional but site i's own."""
     model = models.CouplingModel("plmdca", 5)
-    params = {"J": jax.random.normal(jax.random.key(0), (5, 5, Q, Q), jnp.float64),
+    params = {"J": jax.random.normal(jax.random.key(0), (10, Q, Q), jnp.float64),
               "h": jnp.zeros((5, Q))}
     seqs = _seqs(1, 5)
     other = seqs.copy()
@@ -55,7 +55,6 @@ def test_a_site_does_not_condition_on_itself():
     a, b = (np.asarray(models.site_logits(model, params, jnp.asarray(s))) for s in (seqs, other))
     np.testing.assert_allclose(a[0, 2], b[0, 2])
     assert not np.allclose(np.delete(a, 2, axis=1), np.delete(b, 2, axis=1))
-
 
 
 def test_plmdca_objective_and_gradient_match_a_brute_force_reference():
@@ -66,20 +65,22 @@ def test_plmdca_objective_and_gradient_match_a_brute_force_reference():
     rng = np.random.default_rng(6)
     seqs = _seqs(M, L, seed=6)
     weights = rng.uniform(0.2, 1.0, M)
-    params = {"J": jnp.asarray(rng.normal(0.0, 0.5, (L, L, Q, Q))),
+    pairs = list(zip(*np.triu_indices(L, 1), strict=True))
+    params = {"J": jnp.asarray(rng.normal(0.0, 0.5, (len(pairs), Q, Q))),
               "h": jnp.asarray(rng.normal(0.0, 0.5, (L, Q)))}
     model = models.CouplingModel("plmdca", L)
     lambdas = {"fields": 0.02, "couplings": 0.03}
 
     def reference(p):
-        J, h = p["J"], p["h"]
-        total = 0.0
+        block = {}  # J_ij of every ordered pair, J_ji = J_ij^T
+        for k, (i, j) in enumerate(pairs):
+            block[i, j], block[j, i] = p["J"][k], p["J"][k].T
+        h, total = p["h"], 0.0
         for m in range(M):
             for i in range(L):
-                logits = h[i] + sum(J[i, j, :, seqs[m, j]] for j in range(L) if j != i)
+                logits = h[i] + sum(block[i, j][:, seqs[m, j]] for j in range(L) if j != i)
                 total += weights[m] * -jax.nn.log_softmax(logits)[seqs[m, i]]
-        off = J * (1.0 - jnp.eye(L))[:, :, None, None]
-        penalty = 0.02 * jnp.sum(h**2) + 0.03 * jnp.sum(off**2)
+        penalty = 0.02 * jnp.sum(h**2) + 0.03 * sum(jnp.sum(b**2) for b in block.values())
         return (total / weights.sum() + penalty) / L
 
     data = (jnp.asarray(seqs), jnp.asarray(weights),
@@ -90,6 +91,21 @@ def test_plmdca_objective_and_gradient_match_a_brute_force_reference():
     for name in ("J", "h"):
         np.testing.assert_allclose(grad[name], ref_grad[name], rtol=1e-5, atol=1e-7)
     assert value.dtype == jnp.float64 and grad["J"].dtype == jnp.float64
+
+def test_plmdca_couplings_are_symmetric_blocks_of_the_pairs():
+    """``J[i, j] = T[p]`` and ``J[j, i] = T[p]^T`` for the pairs ``i < j`` in
+    ``np.triu_indices`` order, zero diagonal blocks; one parameter block per pair."""
+    L = 4
+    model = models.CouplingModel("plmdca", L)
+    T = np.random.default_rng(2).normal(size=(L * (L - 1) // 2, Q, Q))
+    J = np.asarray(models.couplings(model, {"J": jnp.asarray(T)}))
+    for k, (i, j) in enumerate(zip(*np.triu_indices(L, 1), strict=True)):
+        np.testing.assert_array_equal(J[i, j], T[k])
+        np.testing.assert_array_equal(J[j, i], T[k].T)
+    assert not J[np.arange(L), np.arange(L)].any()
+    assert models.init_params(model, jax.random.key(0))["J"].shape == T.shape
+    assert model.n_params() == T.size + L * Q
+
 
 def test_integer_weights_are_repeated_sequences():
     """The weighted loss with weight k on a sequence equals the plain loss with k copies."""
@@ -107,9 +123,8 @@ def test_penalty_follows_plmdca_convention():
     """lambda_h ||h||^2 + lambda_J ||J||^2 (off-diagonal J), divided by L; factored: lambda on
     A and V."""
     L = 3
-    J = np.ones((L, L, Q, Q))
     full = models.CouplingModel("plmdca", L)
-    p = {"J": jnp.asarray(J), "h": jnp.full((L, Q), 2.0)}
+    p = {"J": jnp.ones((L * (L - 1) // 2, Q, Q)), "h": jnp.full((L, Q), 2.0)}
     expected = (0.01 * 4 * L * Q + 0.01 * L * (L - 1) * Q * Q) / L
     np.testing.assert_allclose(models.penalty(full, p, LAMBDAS), expected)
     fac = models.CouplingModel("factored", L, heads=2, fields=False)
@@ -143,7 +158,7 @@ def test_model_names_and_parameter_counts():
                                 "factored_softmax-H4", "vanilla1"]
     model = coupling_model("factored_softmax-H4", cfg, 10)
     assert (model.heads, model.softmax, model.n_params()) == (4, True, 4 * (90 + Q * Q) + 10 * Q)
-    assert coupling_model("plmdca", cfg, 10).n_params() == 90 * Q * Q + 10 * Q
+    assert coupling_model("plmdca", cfg, 10).n_params() == 45 * Q * Q + 10 * Q  # one block per pair
     with pytest.raises(ValueError, match="unknown protein model"):
         coupling_model("factored-Hx", cfg, 10)
 

@@ -8,8 +8,9 @@ modelling minimises: Rende et al. 2024, Sec. III; ``workflow_lib.mlm.plm``):
   layer, Rende et al. 2024 eq. 4; AttentionDCA and mogwai use several), signed ``A^h`` or its
   row-softmax over ``j != i`` (``softmax``: ``workflow_lib.mlm.models.attention_matrix``), with
   optional fields ``h_i(a)``;
-- ``plmdca``: unconstrained couplings ``J_ij(a, b)`` with fields (Ekeberg et al. 2013, the
-  asymmetric plmDCA of Ekeberg et al. 2014).
+- ``plmdca``: free symmetric couplings, one ``J_ij(a, b) = J_ji(b, a)`` per pair ``i < j``,
+  shared by the conditionals of ``i`` and ``j``, with fields (the symmetric plmDCA of Ekeberg et
+  al. 2013, as pydca and plmc fit it).
 
 The objective, for training sequences with weights ``w_m`` (``M_eff = sum_m w_m``), is the plmDCA
 one divided by ``L``::
@@ -20,7 +21,8 @@ one divided by ``L``::
 (``||J||^2`` over ``i != j``; for ``factored`` the coupling term is ``lambda_A (||A||^2 +
 ||V||^2)``), minimised by full-batch L-BFGS to a gradient criterion (``workflow_lib.mlm.lbfgs``).
 plmDCA's conditionals go through one float32 matrix product of the one-hot sequences with the
-couplings (``plmdca_logits``), its L-BFGS keeps ``PLMDCA_MEMORY`` correction pairs; factored
+couplings (``plmdca_logits``), its L-BFGS keeps ``PLMDCA_MEMORY`` correction pairs of its
+``L (L - 1) Q^2 / 2`` parameters; factored
 attention's through its heads or its couplings, whichever costs less (``site_logits``).
 """
 
@@ -43,9 +45,9 @@ from workflow_lib.proteins.alignment import Q
 Array = jax.Array
 Params = dict[str, Array]
 KINDS = ("factored", "plmdca")
-# L-BFGS correction pairs of the plmDCA fit: at L = 202 its L^2 Q^2 = 18 million parameters make
-# each pair cost about 0.2 s of vector work per iteration (one core), as much as the objective
-# of a thousand sequences (liblbfgs, pydca's optimiser, keeps 6 by default)
+# L-BFGS correction pairs of the plmDCA fit: at L = 202 its L (L - 1) Q^2 / 2 = 9 million
+# parameters make each pair cost about 0.1 s of vector work per iteration (one core), as much as
+# the objective of a few hundred sequences (liblbfgs, pydca's optimiser, keeps 6 by default)
 PLMDCA_MEMORY = 6
 
 
@@ -70,12 +72,13 @@ class CouplingModel:
         fields = L * Q if self.fields else 0
         if self.kind == "factored":
             return self.heads * (L * (L - 1) + Q * Q) + fields
-        return L * (L - 1) * Q * Q + fields
+        return L * (L - 1) // 2 * Q * Q + fields
 
 
 def init_params(model: CouplingModel, key: Array) -> Params:
     """Starting parameters: random ``A: (H, L, L)`` (zero diagonal) and ``V: (H, Q, Q)``, or zero
-    ``J: (L, L, Q, Q)``; zero fields ``h: (L, Q)``."""
+    couplings of the pairs ``i < j``, ``J: (L (L - 1) / 2, Q, Q)`` (``pair_couplings``); zero
+    fields ``h: (L, Q)``."""
     L = model.L
     if model.kind == "factored":
         k_a, k_v = jax.random.split(key)
@@ -85,7 +88,7 @@ def init_params(model: CouplingModel, key: Array) -> Params:
                   "V": s / math.sqrt(Q) * jax.random.normal(k_v, (model.heads, Q, Q),
                                                             jnp.float64)}
     else:
-        params = {"J": jnp.zeros((L, L, Q, Q), jnp.float64)}
+        params = {"J": jnp.zeros((L * (L - 1) // 2, Q, Q), jnp.float64)}
     if model.fields:
         params["h"] = jnp.zeros((L, Q), jnp.float64)
     return params
@@ -99,10 +102,21 @@ def attention(model: CouplingModel, params: Params) -> Array:
 
 def couplings(model: CouplingModel, params: Params) -> Array:
     """``J: (L, L, Q, Q)`` with a zero diagonal block: ``sum_h A^h_ij V^h_ab`` or the free
-    couplings."""
+    symmetric couplings (``pair_couplings``)."""
     if model.kind == "factored":
         return jnp.einsum("hij,hab->ijab", attention(model, params), params["V"])
-    return params["J"] * (1.0 - jnp.eye(model.L))[:, :, None, None]
+    return pair_couplings(params["J"], model.L)
+
+
+def pair_couplings(T: Array, L: int) -> Array:
+    """The symmetric couplings ``J: (L, L, Q, Q)`` of ``T: (L (L - 1) / 2, Q, Q)``, one block per
+    pair ``i < j`` in ``np.triu_indices(L, 1)`` order: ``J[i, j] = T[p]``, ``J[j, i] = T[p]^T``,
+    zero diagonal blocks, in ``T``'s dtype. The blocks are placed above the diagonal (a scatter of
+    distinct, sorted blocks, whose reverse pass is a gather) and added to their transpose."""
+    i, j = np.triu_indices(L, 1)
+    upper = jnp.zeros((L, L, Q, Q), T.dtype).at[i, j].set(T, indices_are_sorted=True,
+                                                          unique_indices=True)
+    return upper + upper.transpose(1, 0, 3, 2)
 
 
 def site_logits(model: CouplingModel, params: Params, seqs: Array) -> Array:
@@ -116,25 +130,26 @@ def site_logits(model: CouplingModel, params: Params, seqs: Array) -> Array:
         logits = jnp.einsum("hij,hab,mjb->mia", attention(model, params), params["V"], onehot,
                             optimize="optimal")
     else:
-        logits = plmdca_logits(couplings(model, params), seqs)
+        logits = plmdca_logits(params["J"], seqs)
     return logits + params["h"] if model.fields else logits
 
 
-def plmdca_logits(J: Array, seqs: Array) -> Array:
-    """``logits[m, i, a] = sum_j J[i, j, a, s_mj]`` of couplings ``J: (L, L, Q, Q)`` (zero
-    diagonal blocks) and ``seqs: (M, L)``: ``(M, L, Q)`` in ``J``'s dtype.
+def plmdca_logits(T: Array, seqs: Array) -> Array:
+    """``logits[m, i, a] = sum_j J[i, j, a, s_mj]`` of the symmetric couplings of the pairs,
+    ``T: (L (L - 1) / 2, Q, Q)`` (``pair_couplings``), and ``seqs: (M, L)``: ``(M, L, Q)`` in
+    ``T``'s dtype.
 
     One float32 matrix product, the one-hot sequences ``X: (M, L Q)`` times the couplings laid out
-    as ``W: (L Q, L Q)``, ``W[(i, a), (j, b)] = J[i, j, a, b]``: ``X W^T``; the reverse pass, the
-    couplings' gradient, is the one product ``G^T X`` of the logits' cotangent ``G: (M, L Q)``
-    (``M (L Q)^2`` multiply-adds each; a gather of ``J[i, j, :, s_mj]`` does ``Q`` times fewer,
-    but its reverse pass, a scatter-add, is no faster on CPUs). Each logit sums ``L`` float32
-    terms (relative error about ``1e-7`` of their magnitudes); the softmax, the loss and the
-    penalty stay in ``J``'s dtype."""
+    as ``W: (L Q, L Q)``, ``W[(i, a), (j, b)] = J[i, j, a, b]`` (symmetric): ``X W``; the reverse
+    pass, the couplings' gradient, is the one product ``X^T G`` of the logits' cotangent
+    ``G: (M, L Q)`` (``M (L Q)^2`` multiply-adds each; a gather of ``J[i, j, :, s_mj]`` does ``Q``
+    times fewer, but its reverse pass, a scatter-add, is no faster on CPUs). Each logit sums ``L``
+    float32 terms (relative error about ``1e-7`` of their magnitudes); the softmax, the loss and
+    the penalty stay in ``T``'s dtype."""
     M, L = seqs.shape
-    W = J.transpose(0, 2, 1, 3).reshape(L * Q, L * Q).astype(jnp.float32)
+    W = pair_couplings(T.astype(jnp.float32), L).transpose(0, 2, 1, 3).reshape(L * Q, L * Q)
     X = jax.nn.one_hot(seqs, Q, dtype=jnp.float32).reshape(M, L * Q)
-    return (X @ W.T).reshape(M, L, Q).astype(J.dtype)
+    return (X @ W).reshape(M, L, Q).astype(T.dtype)
 
 
 def site_losses(model: CouplingModel, params: Params, seqs: Array) -> Array:
@@ -154,12 +169,13 @@ def weighted_loss(model: CouplingModel, params: Params, seqs: Array, weights: Ar
 
 
 def penalty(model: CouplingModel, params: Params, lambdas: dict[str, float]) -> Array:
-    """``(lambda_h ||h||^2 + lambda_J ||J||^2) / L`` (``factored``: ``lambda_A (||A||^2 +
-    ||V||^2) / L``); ``lambdas``: ``fields``, ``couplings``, ``factored``."""
+    """``(lambda_h ||h||^2 + lambda_J ||J||^2) / L`` (``||J||^2`` over ``i != j``: twice that of
+    the pairs ``i < j``; ``factored``: ``lambda_A (||A||^2 + ||V||^2) / L``); ``lambdas``:
+    ``fields``, ``couplings``, ``factored``."""
     if model.kind == "factored":
         total = lambdas["factored"] * (jnp.sum(params["A"] ** 2) + jnp.sum(params["V"] ** 2))
     else:
-        total = lambdas["couplings"] * jnp.sum(couplings(model, params) ** 2)
+        total = 2.0 * lambdas["couplings"] * jnp.sum(params["J"] ** 2)
     if model.fields:
         total = total + lambdas["fields"] * jnp.sum(params["h"] ** 2)
     return total / model.L
