@@ -65,8 +65,9 @@ def coupling_model(name: str, cfg: dict, L: int) -> models.CouplingModel:
 class ModelResult:
     """``scores: (L, L)`` contact scores; ``test_losses: (M_test,)`` nats per site of every
     held-out sequence; ``train_loss``, ``validation_loss``: the weighted losses of the fitted and
-    the validation sequences (nats per site); ``params``: flat name -> array; ``metrics``: fit
-    figures (iterations or steps, convergence, time); ``jacobian_scores: (L, L)``: a
+    the validation sequences (nats per site); ``params``: flat name -> array (plmDCA's ``J``:
+    the couplings ``(L, L, Q, Q)``); ``metrics``: fit figures (iterations or steps, convergence,
+    time); ``jacobian_scores: (L, L)``: a
     transformer's categorical-Jacobian contact scores (None for the coupling models, whose
     Jacobian is their couplings); ``curve``: a transformer's training curve, name -> ``(n,)``
     (``step``, ``train_loss``, ``validation_loss``; empty for the coupling models)."""
@@ -124,6 +125,8 @@ def fit_model(name: str, cfg: dict, train: tuple[np.ndarray, np.ndarray],
     params = flatten_params(result.params)
     if model.kind == "factored":
         params["attention"] = np.asarray(models.attention(model, result.params))
+    else:  # the couplings of every ordered pair, not only the fitted blocks of the pairs i < j
+        params["J"] = J
     weighted = jax.jit(lambda p, x, w: models.weighted_loss(model, p, x, w))
     train_loss, validation_loss = (
         float(weighted(result.params, jnp.asarray(x, jnp.int32), jnp.asarray(w)))

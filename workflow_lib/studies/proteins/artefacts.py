@@ -1,4 +1,4 @@
 """The schema tags of the protein study's artefacts (attribute ``schema``)."""
 
 PROTEIN_DATA = "protein-data/2"
-PROTEIN_FIT = "protein-fit/3"
+PROTEIN_FIT = "protein-fit/2"

@@ -114,9 +114,7 @@ def protein_fit(job: Job) -> None:
     Datasets: ``scores: (L, L)`` contact scores (and a transformer's ``jacobian_scores: (L, L)``
     and training curve ``curve/{step,train_loss,validation_loss}: (n,)``);
     ``test_losses: (M_test,)`` nats per site of the held-out sequences; ``params/*`` (``J`` in
-    float32: plmDCA's couplings of the pairs ``i < j``, ``(L (L - 1) / 2, Q, Q)`` in
-    ``np.triu_indices(L, 1)`` order, ``J_ji`` the transpose of ``J_ij``:
-    ``proteins.models.pair_couplings``). Attrs: ``heldout_loss`` (the mean of ``test_losses`` weighted by the held-out
+    float32). Attrs: ``heldout_loss`` (the mean of ``test_losses`` weighted by the held-out
     weights), ``train_loss``, ``validation_loss`` and the fit's figures.
     Verified: finite symmetric scores and a finite held-out loss.
     """
