@@ -234,8 +234,10 @@ def compare(family: str, subsample: int | None, args: argparse.Namespace) -> Non
     t_pd = time.perf_counter() - t
 
     model = models.CouplingModel("plmdca", L, fields=True)
-    params = {"project": {k: jnp.asarray(ours.params[k]) for k in ("J", "h")},
-              "pydca": {"J": jnp.asarray(J_pd[np.triu_indices(L, 1)]), "h": jnp.asarray(h_pd)}}
+    pairs = np.triu_indices(L, 1)  # the fitted blocks of the couplings J: (L, L, Q, Q)
+    params = {name: {"J": jnp.asarray(J[pairs]), "h": jnp.asarray(h)}
+              for name, (J, h) in (("project", (ours.params["J"], ours.params["h"])),
+                                   ("pydca", (J_pd, h_pd)))}  # fmt: skip
     loss = {name: weighted_loss(model, p, seqs[test], weights[test])
             for name, p in params.items()}  # fmt: skip
     obj = {name: objective(model, p, train, weights[split.train], cfg["lambdas"])
