@@ -148,9 +148,10 @@ STUDY = Study(
               "Fig. 2c: normalised reconstruction error ||J - c*A||^2/||J||^2 of the attention "
               "map vs epoch (mean and standard error over realisations)."),
         Panel("fig2d", ("training_final",), f"{DRAW}:fig2d_interpolation",
-              "Fig. 2d: final test loss minus the optimal loss (paired per realisation) of the "
-              "single layer that mixes positions into the attention and colours into the values "
-              "with weight a (a = 0: factored attention exactly; a = 1: the same bilinear layer "
+              "Fig. 2d: final test loss of the Adam solution minus the optimal loss (paired per "
+              "realisation) of the single layer that mixes positions into the attention and "
+              "colours into the values with weight a (a = 0: factored attention exactly, the "
+              "factored fit; a = 1: the same bilinear layer "
               "at full mixing, still without a softmax); mean and standard error over "
               "realisations. For a > 0 the model contains factored attention, so any gap is "
               "optimisation or overfitting.", _has_fig2d),
