@@ -3,8 +3,10 @@
 
     .venv/bin/python benchmarks/fit_protein_resources.py
 
-Each CSV row gives a measured amount at its ``L``, ``M`` (its training plus held-out rows, the
-alignment's records a job reads) and heads ``H``: a ``baseline`` row the job's fixed ``seconds``
+Each configuration (model, ``L``, ``M``) counts with its newest row, the code that runs now (a
+model's rows from before a change of its fit are history). Such a row gives a measured amount at
+its ``L``, ``M`` (its training plus held-out rows, the alignment's records a job reads) and heads
+``H``: a ``baseline`` row the job's fixed ``seconds``
 (``wall_s``) and ``mb`` (``peak_rss_mb``); a model's row its ``unit`` (``s_per_iteration``),
 ``rest`` (``wall_s - loop_s``: compilation and evaluation) and ``mb`` (``peak_rss_mb`` above its
 baseline). Per law, the exponents of the variables it depends on (``VARIABLES``) are fitted by
@@ -36,10 +38,17 @@ VARIABLES = {  # (kind, law) -> the variables it depends on
 }
 
 
+def current_rows(csv: Path) -> pd.DataFrame:
+    """The CSV's newest row of each configuration (model, ``L``, ``M``), with ``M_all``, the
+    training plus held-out rows."""
+    rows = pd.read_csv(csv)
+    rows = rows.sort_values("date", kind="stable").drop_duplicates(["model", "L", "M"], keep="last")
+    return rows.assign(M_all=rows["M"] + rows["M_test"])
+
+
 def observations(csv: Path) -> dict[tuple[str, str], pd.DataFrame]:
     """``(kind, law) -> DataFrame`` of columns ``L, M, H, y`` (the measured amount)."""
-    rows = pd.read_csv(csv)
-    rows["M_all"] = rows["M"] + rows["M_test"]
+    rows = current_rows(csv)
     out: dict[tuple[str, str], list] = {key: [] for key in VARIABLES}
     for row in rows.itertuples():
         if row.model == "baseline":

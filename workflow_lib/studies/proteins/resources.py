@@ -61,29 +61,29 @@ class Law:
 # the CSV covers; beyond them they extrapolate, and a job that runs out gets twice as much on its
 # next attempt (``Rule.resources``).
 BASELINE = {
-    "seconds": Law(coef=6.13, l=0.05, m=0.0, h=0.0),
-    "mb": Law(coef=622.0, l=0.0, m=0.04, h=0.0),
+    "seconds": Law(coef=2.52, l=0.02, m=0.13, h=0.0),
+    "mb": Law(coef=575.0, l=0.0, m=0.06, h=0.0),
 }
 COSTS = {
     "plmdca": {
-        "unit": Law(coef=4.01, l=1.83, m=0.34, h=0.0),
-        "rest": Law(coef=14.7, l=0.76, m=0.16, h=0.0),
-        "mb": Law(coef=2660.0, l=1.69, m=0.1, h=0.0),
+        "unit": Law(coef=1.03, l=2.2, m=0.67, h=0.0),
+        "rest": Law(coef=21.7, l=0.87, m=0.22, h=0.0),
+        "mb": Law(coef=1880.0, l=1.2, m=0.11, h=0.0),
     },
     "factored": {
-        "unit": Law(coef=0.788, l=1.36, m=0.89, h=0.57),
-        "rest": Law(coef=15.6, l=0.23, m=0.14, h=0.17),
-        "mb": Law(coef=1230.0, l=1.12, m=0.48, h=0.27),
+        "unit": Law(coef=0.748, l=1.32, m=0.81, h=0.56),
+        "rest": Law(coef=16.9, l=0.22, m=0.07, h=0.19),
+        "mb": Law(coef=1060.0, l=1.14, m=0.49, h=0.32),
     },
     "vanilla1": {
-        "unit": Law(coef=0.0528, l=0.75, m=0.0, h=0.0),
-        "rest": Law(coef=49.9, l=0.68, m=0.16, h=0.0),
-        "mb": Law(coef=1580.0, l=0.66, m=0.22, h=0.0),
+        "unit": Law(coef=0.0529, l=0.72, m=0.0, h=0.0),
+        "rest": Law(coef=43.7, l=0.76, m=0.0, h=0.0),
+        "mb": Law(coef=1310.0, l=0.87, m=0.04, h=0.0),
     },
     "vanilla3": {
-        "unit": Law(coef=0.175, l=1.14, m=0.0, h=0.0),
-        "rest": Law(coef=206.0, l=1.8, m=0.12, h=0.0),
-        "mb": Law(coef=1820.0, l=0.67, m=0.07, h=0.0),
+        "unit": Law(coef=0.182, l=1.08, m=0.0, h=0.0),
+        "rest": Law(coef=189.0, l=1.84, m=0.0, h=0.0),
+        "mb": Law(coef=1700.0, l=0.79, m=0.0, h=0.0),
     },
 }
 
