@@ -290,8 +290,8 @@ def compare(family: str, subsample: int | None, args: argparse.Namespace) -> Non
         "pydca_project_objective", "grad_tol", "scores_pearson", "scores_spearman",
         "project_wall_s", "pydca_wall_s", "pydca_threads", "reference_P_L"))  # fmt: skip
     rec.add(family=family, subsample=subsample, L=L, M_train=len(train), M_test=int(test.sum()),
-            realisation=r,
-            M_eff=float(np.sum(weights[~test])), M_distinct=len(distinct), M_eff_pydca=m_eff_pd,
+            realisation=r, M_eff=float(np.sum(weights[split.train])), M_distinct=len(distinct),
+            M_eff_pydca=m_eff_pd,
             lambda_h=lam_h, lambda_J=lam_j, pydca_lambda_h=pd_h, pydca_lambda_J=pd_j,
             pydca_seqid=seqid, max_iter=cfg["max_iter"], project_iterations=m["iterations"],
             pydca_iterations=pd_iterations,            project_converged=m["converged"],

@@ -78,16 +78,26 @@ def figures(path: Path) -> list[str]:
     return [f"{lead}:", "", *markdown_table(rows, columns)]
 
 
+def benchmark_scripts(benchmarks_dir: Path, results_dir: Path) -> list[Path]:
+    """The scripts the page shows: every ``bench_*.py``, then every ``compare_*.py`` (a side by
+    side with an established implementation) that has recorded rows in ``results_dir``."""
+    compared = [script for script in sorted(benchmarks_dir.glob("compare_*.py"))
+                if (results_dir / f"{script.stem}.csv").is_file()]
+    return sorted(benchmarks_dir.glob("bench_*.py")) + compared
+
+
 def performance_page(results_dir: Path, benchmarks_dir: Path = BENCHMARKS_DIR) -> str:
     """The Markdown of ``docs/performance.md``: a title, what the benchmarks are for, then per
-    ``bench_*.py`` script in ``benchmarks_dir`` what it measures (its docstring's first
+    script of ``benchmark_scripts`` what it measures (its docstring's first
     paragraph), the command that produces its figures and the latest run recorded in
     ``results_dir/<script name>.csv`` (or ``NO_FIGURES`` where that file does not exist)."""
     lines = [
         "# Performance",
         "",
         "The benchmarks in `benchmarks/` measure how fast the workflow's kernels run: the Gibbs "
-        "sampler, MLM training, the replica theory and the attention-paths pipeline. Speed "
+        "sampler, MLM training, the replica theory and the attention-paths pipeline; the "
+        "`compare_*` scripts that record rows put a model beside an established implementation. "
+        "Speed "
         "targets live here, never in unit tests: the tests check what the code computes, and a "
         "timing depends on the host that measures it. Each script prints its figures and appends "
         "them, one row per measured configuration, to `benchmarks/results/<script name>.csv` "
@@ -99,7 +109,7 @@ def performance_page(results_dir: Path, benchmarks_dir: Path = BENCHMARKS_DIR) -
         "generated from those files by `workflow_lib.performance`; regenerate it with "
         f"`{REGENERATE}`.",
     ]
-    for script in sorted(benchmarks_dir.glob("bench_*.py")):
+    for script in benchmark_scripts(benchmarks_dir, results_dir):
         lines += [
             "",
             f"## `{script.name}`",
