@@ -62,6 +62,21 @@ def test_missing_csv_gives_the_no_figures_line(tmp_path):
         assert NO_FIGURES in text
 
 
+def test_a_comparison_shows_once_it_has_recorded_rows(tmp_path):
+    """A ``compare_*.py`` script gets its section, after every ``bench_*.py``, only where its CSV
+    exists; a ``bench_*.py`` script always does."""
+    compared = sorted(BENCHMARKS_DIR.glob("compare_*.py"))
+    assert compared, "no benchmarks/compare_*.py scripts found"
+    assert not any(f"## `{script.name}`" in performance_page(tmp_path) for script in compared)
+    write_csv(tmp_path / f"{compared[0].stem}.csv", [{"family": "PF00014", **HOST}])
+    page = performance_page(tmp_path)
+    shown = [script.name for script in compared if f"## `{script.name}`" in page]
+    assert shown == [compared[0].name]
+    last_bench = sorted(BENCHMARKS_DIR.glob("bench_*.py"))[-1].name
+    assert page.index(f"## `{last_bench}`") < page.index(f"## `{compared[0].name}`")
+    assert "PF00014" in section(page, compared[0].name)
+
+
 def test_recorded_rows_reach_the_page(tmp_path):
     spec = importlib.util.spec_from_file_location("record", BENCHMARKS_DIR / "record.py")
     record = importlib.util.module_from_spec(spec)
