@@ -1,7 +1,7 @@
 """Time the attention-paths pipeline on the paper's hidden-Markov-chain task (its Fig. 2 sizes):
 attention + path features for 1 100 sequences, the kernel through Φ vs the materialised path-path
-kernels, one S + gradient, the theory solve per width, and (``--nuts``) NUTS draws per second at
-N = 10.
+kernels, one S + gradient, the theory solve per width, and (``--nuts``) NUTS draws per second
+on each of ``sampling.VARIABLES`` at N = 10, and on the order parameters at N = 100 and 1000.
 
 Run as ``python benchmarks/bench_paths.py [--nuts] [--csv PATH]``. On a shared machine set
 OMP_NUM_THREADS=1 and XLA_FLAGS=--xla_cpu_multi_thread_eigen=false for stable numbers. Each
@@ -41,7 +41,7 @@ def timed(rec: Recorder | None, label: str, fn: Callable, *args, repeat: int = 1
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--nuts", action="store_true", help="also time NUTS at N = 10")
+    parser.add_argument("--nuts", action="store_true", help="also time NUTS")
     parser.add_argument(
         "--csv", type=Path, default=default_csv(__file__), help="CSV file the rows are appended to"
     )
@@ -92,32 +92,23 @@ def main() -> None:
         print(f"    {sol.iterations} iterations, accuracy {accuracy:.3f}")
         rec.add(step=label, ms=round(ms, 2), iterations=sol.iterations, accuracy=round(accuracy, 3))
     if args.nuts:
-        start = time.perf_counter()
-        s = sampling.run_nuts(
-            jax.random.key(1),
-            phi,
-            y,
-            (2, 2),
-            10,
-            T_RIDGE,
-            warmup=200,
-            samples=200,
-            chains=2,
-            blocks=1,
-        )
-        seconds = time.perf_counter() - start
-        print(
-            f"NUTS N = 10, 2 chains x (200 + 200): {seconds:.1f} s in all, "
-            f"sampling {2 * 200 / s.sampling_seconds:.1f} draws/s, "
-            f"{s.mean_steps.mean():.0f} leapfrog steps per draw"
-        )
-        rec.add(
-            step="NUTS N = 10, 2 chains x (200 + 200)",
-            seconds=round(seconds, 1),
-            draws_per_s=round(2 * 200 / s.sampling_seconds, 1),
-            leapfrog_steps=round(float(s.mean_steps.mean())),
-        )
-
+        # the three forms of one posterior side by side at N = 10; the order parameters alone at
+        # the widths where sampling the weights is out of reach (its cost does not grow with N)
+        runs = [(v, 10) for v in sampling.VARIABLES]
+        runs += [("order_parameters", N) for N in (100, 1000)]
+        for variables, N in runs:
+            start = time.perf_counter()
+            s = sampling.run_nuts(jax.random.key(1), phi, y, (2, 2), N, T_RIDGE,
+                                  variables=variables, warmup=200, samples=200, chains=2,
+                                  blocks=1)
+            seconds = time.perf_counter() - start
+            label = f"NUTS on the {variables.replace('_', ' ')}, N = {N}, 2 chains x (200 + 200)"
+            print(f"{label}: {seconds:.1f} s in all, sampling "
+                  f"{2 * 200 / s.sampling_seconds:.1f} draws/s, "
+                  f"{s.mean_steps.mean():.0f} leapfrog steps per draw")
+            rec.add(step=label, seconds=round(seconds, 1),
+                    draws_per_s=round(2 * 200 / s.sampling_seconds, 1),
+                    leapfrog_steps=round(float(s.mean_steps.mean())))
 
 if __name__ == "__main__":
     main()

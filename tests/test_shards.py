@@ -119,8 +119,23 @@ def test_a_shard_of_another_config_is_refused_with_one_line(sharded, tmp_path):
     assert out.returncode == 2
     assert out.stderr.splitlines() == [
         "error: shards/r1: config key training.epochs = 5 differs from shards/r0's 4; the "
-        "shards of a run share every key but shard and results"]
+        "shards of potts_paper share every key it reads but shard and results"]
     assert (run / "tables" / "potts_paper" / "data.csv").read_bytes() == before  # no write
+
+
+def test_a_shard_that_differs_in_another_studys_section_merges(sharded, tmp_path):
+    """A study's shards are compared on the keys it reads (the shared ones and its sections):
+    a key of the protein study's section set apart in shard r1 refuses that study alone."""
+    run = tmp_path / "tiny"
+    shutil.copytree(sharded / "results" / "tiny", run)
+    path = run / "shards" / "r1" / "manifest.json"
+    record = json.loads(path.read_text())
+    record["config"]["proteins"]["max_iter"] += 1
+    path.write_text(json.dumps(record))
+    assert merge_shards(run, only=("potts_paper",)) == ["potts_paper"]
+    with pytest.raises(ShardError, match=r"^shards/r1: config key proteins\.max_iter = \d+ "
+                                         r"differs from shards/r0's \d+; the shards of proteins "):
+        merge_shards(run)
 
 
 def test_a_realisation_in_two_shards_is_refused(sharded, tmp_path):

@@ -54,6 +54,15 @@ def _schema() -> dict:
     return schema
 
 
+def study_keys(name: str) -> tuple[str, ...]:
+    """The top-level config keys study ``name`` reads: the shared schema's and the sections of
+    its own (``studies/<name>/config.schema.json``; none without one)."""
+    shared = json.loads(SCHEMA.read_text())["properties"]
+    path = resources.files("workflow_lib.studies") / name / STUDY_SCHEMA
+    own = json.loads(path.read_text())["properties"] if path.is_file() else {}
+    return (*shared, *own)
+
+
 def schema_default(key: str) -> Any:
     """The schema's default of the dotted config ``key`` (e.g. ``'training.init_scale'``): the one
     place defaults live, for code, benchmarks and tests alike."""

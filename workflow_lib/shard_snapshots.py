@@ -28,11 +28,13 @@ from typing import Any
 import pandas as pd
 
 from workflow_lib.artefacts import atomic_path, write_csv
+from workflow_lib.config import study_keys
 from workflow_lib.pages import job_costs, job_realisations, recompute_claims
 from workflow_lib.registry import Panel, Study, resolve, studies
 from workflow_lib.shards import (
     MANIFEST,
     REALISATION,
+    RUN_KEYS,
     ShardError,
     finish_tables,
     parse,
@@ -160,39 +162,40 @@ def _shard_records(run: Path) -> list[tuple[str, Path, dict[str, Any]]]:
     return sorted(records, key=lambda each: (parse(each[2]["shard"])[0], each[0]))
 
 
-def _check_alike(records: list[tuple[str, Path, dict[str, Any]]]) -> None:
-    """Raise ``ShardError`` naming the shard and the key unless every shard ran the first's
-    config (``shards.RUN_KEYS`` aside) and, for each study, the code of the first shard that
-    holds it."""
-    ref, _, first = records[0]
-    for name, _, record in records[1:]:
-        found = _difference(record["config"], first["config"])
+def _check_alike(holders: list[tuple[str, Path, dict[str, Any]]], study: Study) -> None:
+    """Raise ``ShardError`` naming the shard and the key unless every shard of ``study`` ran
+    the first's config on the keys the study reads (``config.study_keys``; ``shards.RUN_KEYS``
+    aside) and its code: a change to another study's section leaves its shards mergeable."""
+    (ref, _, first), *others = holders
+    keys = [key for key in study_keys(study.name) if key not in RUN_KEYS]
+    for name, _, record in others:
+        found = _difference({k: record["config"].get(k) for k in keys},
+                            {k: first["config"].get(k) for k in keys})
         if found:
             key, mine, theirs = found
             raise ShardError(f"{name}: config key {key} = {json.dumps(mine)} differs from "
-                             f"{ref}'s {json.dumps(theirs)}; the shards of a run share every "
-                             "key but shard and results")
-    code: dict[str, tuple[str, dict[str, str]]] = {}
-    for name, _, record in records:
-        for study, digests in record["code"].items():
-            other, known = code.setdefault(study, (name, digests))
-            found = _difference(digests, known)
-            if found:
-                rule, mine, theirs = found
-                raise ShardError(f"{name}: the code of rule {rule} of {study} (digest {mine}) "
-                                 f"differs from {other}'s ({theirs}); run the shards of a run "
-                                 "with one version of the code")
+                             f"{ref}'s {json.dumps(theirs)}; the shards of {study.name} share "
+                             "every key it reads but shard and results")
+        found = _difference(record["code"][study.name], first["code"][study.name])
+        if found:
+            rule, mine, theirs = found
+            raise ShardError(f"{name}: the code of rule {rule} of {study.name} (digest {mine}) "
+                             f"differs from {ref}'s ({theirs}); run the shards of a run with "
+                             "one version of the code")
 
 
-def _holders(records: list[tuple[str, Path, dict[str, Any]]], study: Study,
-             cfg: dict[str, Any]) -> list[tuple[str, Path, dict[str, Any]]]:
-    """The shards that hold ``study`` (none: it is not merged); raise ``ShardError`` when two
-    hold one realisation or the shards leave a gap: they must hold realisations 0 to k - 1 of
-    the whole run of ``cfg``, k at most its count (a run merged as far as its shards have come:
-    every realisation started counts, none is picked)."""
+def _holders(records: list[tuple[str, Path, dict[str, Any]]],
+             study: Study) -> list[tuple[str, Path, dict[str, Any]]]:
+    """The shards that hold ``study`` (none: it is not merged); raise ``ShardError`` when they
+    ran another config or code (``_check_alike``), two hold one realisation or they leave a
+    gap: they must hold realisations 0 to k - 1 of the whole run, k at most its count (a run
+    merged as far as its shards have come: every realisation started counts, none is
+    picked)."""
     holders = [each for each in records if study.name in each[2]["realisations"]]
     if not holders:
         return []
+    _check_alike(holders, study)
+    cfg = _run_config(holders)
     seen: dict[int, str] = {}
     for name, _, record in holders:
         for r in record["realisations"][study.name]:
@@ -207,6 +210,11 @@ def _holders(records: list[tuple[str, Path, dict[str, Any]]], study: Study,
                          f"{study.realisation_count(cfg)}); the shards merge from realisation 0 "
                          "on without a gap: snapshot the missing shards first")
     return holders
+
+
+def _run_config(holders: list[tuple[str, Path, dict[str, Any]]]) -> dict[str, Any]:
+    """The config of the whole run that a study's shards ``holders`` are part of."""
+    return {**holders[0][2]["config"], "shard": None}
 
 
 def _merged_tables(holders: list[tuple[str, Path, dict[str, Any]]],
@@ -283,11 +291,9 @@ def merge_shards(run: Path, only: tuple[str, ...] = ()) -> list[str]:
     over the shards (``_merged_costs``) and its ``source.json``: the first shard's config files
     and targets, the shards, the config's digest and the code's."""
     records = _shard_records(run)
-    _check_alike(records)
-    cfg = {**records[0][2]["config"], "shard": None}
     merged = []
     for study in studies():
-        holders = _holders(records, study, cfg) if not only or study.name in only else []
+        holders = _holders(records, study) if not only or study.name in only else []
         if holders:
             merged.append((study, holders, _merged_tables(holders, study),
                            _merged_costs(holders, study)))
@@ -304,6 +310,7 @@ def merge_shards(run: Path, only: tuple[str, ...] = ()) -> list[str]:
         if len(costs):
             write_csv(costs, run / f"{study.name}-costs.csv")
         (run / "figures").mkdir(exist_ok=True)
+        cfg = _run_config(holders)
         _redraw(run, study, cfg)
         first = holders[0][2]
         _write_json(run / f"{study.name}-source.json", {

@@ -1,16 +1,26 @@
-"""Posterior samples of the network weights with NumPyro's NUTS, as in Tiberi et al. 2024.
+"""Posterior samples of the network of Tiberi et al. 2024 with NumPyro's NUTS.
 
 The weight posterior of the theory in its path form: priors N(0, σ²) on ``a: (N,)`` and
 ``V^(l): (H_l, N, N)``, a unit normal ``V0: (N, N0)`` (σ0 lives inside Φ), likelihood
-``Y ~ N(f, T)`` with ``f = Σ_π (V0ᵀ ū^π)·Φ_:π``. With ``integrate_v0`` the Gaussian integral over
-``V0`` is done exactly (then ``Y ~ N(0, K_U + T I)`` with ``U = ū ūᵀ``) and NUTS samples
-``(a, V^(l))`` only; the test predictor of a draw is then its exact conditional mean. This is
-the same posterior, far better conditioned at small T; without it NUTS samples every weight
-as the paper's code does. In its hot loop the integrated model builds ``K_U`` from the
-precomputed path-path kernels (Π² P² numbers: 160 000 for the HMC task) rather than through Φ,
-which makes ``K_U`` O(Π² P²) instead of O(P² N0 Π) per gradient. Weights have sign and rotation
-symmetries, so the chains are judged on invariant quantities: the order parameters (R-hat over
-chains, effective sample size), plus NUTS's acceptance and divergences.
+``Y ~ N(f, T)`` with ``f = Σ_π (V0ᵀ ū^π)·Φ_:π``. What NUTS samples (``VARIABLES``):
+
+- ``weights``: every weight, as the paper's code does;
+- ``values``: ``(a, V^(l))``, with the Gaussian integral over ``V0`` done exactly (then
+  ``Y ~ N(0, K_U + T I)`` with ``U = ū ūᵀ``);
+- ``order_parameters``: every weight integrated out. Given the layer above, the suffix vectors
+  of layer l are Gaussian, so ``U_a = |a|²/N ~ σ² χ²_N / N`` and each ``U^(l)`` is Wishart with
+  N degrees of freedom and scale ``σ²/N · I_{H_l} ⊗ U^(l+1)`` (``U^(L+1) = U_a``); the
+  likelihood depends on ``U^(1)`` only. NUTS samples the Bartlett decomposition of each level
+  (``bartlett_factors``: χ² diagonals and unit normals below them, also when N is smaller than
+  the level's dimension), about Π²/2 numbers whatever N: the same posterior of the order
+  parameters and of the predictor as the two others, at a cost that does not grow with N.
+
+In all three the test predictor of a draw is its exact conditional mean given ``U^(1)``
+(``weights``: given V0 too). The integrated models build ``K_U`` from the precomputed path-path
+kernels (Π² P² numbers: 160 000 for the HMM task), O(Π² P²) instead of O(P² N0 Π) per
+gradient. Chains are judged on invariant quantities (weights have sign and rotation
+symmetries): the order parameters (R-hat over chains, effective sample size), plus NUTS's
+acceptance and divergences.
 """
 
 from __future__ import annotations
@@ -35,6 +45,9 @@ from workflow_lib.config import schema_default
 log = logging.getLogger("workflow_lib.attention")
 
 
+VARIABLES = ("order_parameters", "values", "weights")  # what NUTS samples, from fewest
+
+
 def weight_posterior(
     phi: jax.Array,
     y: jax.Array,
@@ -56,13 +69,84 @@ def weight_posterior(
     ]
     ubar = model.suffix_vectors(a, values)[0]
     if path_kernels is not None:
-        K = jnp.einsum("pq,pqab->ab", ubar @ ubar.T, path_kernels)
-        numpyro.factor("y", -0.5 * theory.kernel_energy(K, y, T))
+        _kernel_likelihood(ubar @ ubar.T, path_kernels, y, T)
     else:
         V0 = numpyro.sample("V0", dist.Normal(0.0, 1.0).expand([N, phi.shape[1]]).to_event(2))
         numpyro.sample(
             "y", dist.Normal(model.readout(phi, ubar @ V0), float(np.sqrt(T))).to_event(1), obs=y
         )
+
+
+def _kernel_likelihood(U: jax.Array, path_kernels: jax.Array, y: jax.Array, T: float) -> None:
+    """The marginal likelihood ``Y ~ N(0, K_U + T I)`` of order parameter ``U: (Pi, Pi)``."""
+    K = jnp.einsum("pq,pqab->ab", U, path_kernels)
+    numpyro.factor("y", -0.5 * theory.kernel_energy(K, y, T))
+
+
+def bartlett_shapes(heads: Sequence[int], N: int) -> list[tuple[int, int]]:
+    """``(d, r)`` of each level's Bartlett factor, from the readout (``U_a``) down to layer 1:
+    a level of ``H`` heads under a factor of ``k`` columns has ``d = H k`` rows and
+    ``r = min(d, N)`` columns."""
+    shapes, k = [], 1
+    for h in (1, *reversed(tuple(heads))):
+        shapes.append((h * k, min(h * k, N)))
+        k = shapes[-1][1]
+    return shapes
+
+
+def _below(d: int, r: int) -> tuple[np.ndarray, np.ndarray]:
+    """Row and column indices of the entries below the diagonal of a ``(d, r)`` matrix."""
+    return np.tril_indices(d, -1, r)
+
+
+def bartlett_factors(
+    chi2: Sequence[jax.Array], normal: Sequence[jax.Array], heads: Sequence[int], N: int,
+    sigma2: float,
+) -> list[jax.Array]:
+    """Factors ``F`` with ``U = F Fᵀ`` of ``[U_a, U^(L), ..., U^(1)]`` from the Bartlett
+    variables of each level (``bartlett_shapes``: ``chi2[i]: (r,)`` with ``chi2[i][j] ~ χ²_{N-j}``,
+    ``normal[i]``: the unit normals below the diagonal of the ``(d, r)`` factor, row-major).
+
+    Level by level ``F ← sqrt(σ²/N) (I_H ⊗ F) R`` with ``R`` the lower-trapezoidal Bartlett
+    factor, so ``F Fᵀ ~ Wishart_N(σ²/N I_H ⊗ F_above F_aboveᵀ)``: the law of the order
+    parameters under the prior of the weights, also when ``N < d`` (then rank N)."""
+    F = jnp.ones((1, 1))
+    out = []
+    for h, (d, r), c, z in zip((1, *reversed(tuple(heads))), bartlett_shapes(heads, N), chi2,
+                               normal, strict=True):
+        R = jnp.zeros((d, r)).at[_below(d, r)].set(z).at[np.arange(r), np.arange(r)].set(
+            jnp.sqrt(c))
+        F = np.sqrt(sigma2 / N) * jnp.kron(jnp.eye(h), F) @ R
+        out.append(F)
+    return out
+
+
+def order_parameter_posterior(
+    path_kernels: jax.Array,
+    y: jax.Array,
+    *,
+    heads: Sequence[int],
+    N: int,
+    T: float,
+    sigma2: float,
+) -> None:
+    """NumPyro model of the order parameters (every weight integrated out) given the training
+    set's ``path_kernels: (Pi, Pi, P, P)`` and ``y: (P,)``: the Bartlett variables of each level
+    (``bartlett_factors``), likelihood ``Y ~ N(0, K_U + T I)`` with ``U = U^(1)``."""
+    chi2, normal = [], []
+    for level, (d, r) in enumerate(bartlett_shapes(heads, N)):
+        chi2.append(numpyro.sample(f"chi2_{level}", dist.Chi2(N - jnp.arange(r)).to_event(1)))
+        normal.append(numpyro.sample(
+            f"normal_{level}", dist.Normal(0.0, 1.0).expand([len(_below(d, r)[0])]).to_event(1)))
+    F = bartlett_factors(chi2, normal, heads, N, sigma2)[-1]
+    _kernel_likelihood(F @ F.T, path_kernels, y, T)
+
+
+def sampled_dimension(variables: str, heads: Sequence[int], N: int, n0: int) -> int:
+    """How many numbers NUTS samples per draw."""
+    if variables == "order_parameters":
+        return sum(r + len(_below(d, r)[0]) for d, r in bartlett_shapes(heads, N))
+    return sum(heads) * N * N + N + (N * n0 if variables == "weights" else 0)
 
 
 @dataclass(frozen=True)
@@ -107,14 +191,22 @@ class Samples:
 
 
 def _summaries(
-    draws: dict, phi: jax.Array, y: jax.Array, layers: int, T: float, integrate_v0: bool
+    draws: dict, phi: jax.Array, y: jax.Array, heads: tuple[int, ...], N: int, T: float,
+    sigma2: float, variables: str,
 ) -> tuple[list[jax.Array], jax.Array]:
     """Order parameters ``(C, S, m, m)`` and per-chain mean effective weights ``(C, Pi, N0)``."""
+    layers = len(heads)
 
     def one(d: dict) -> tuple[list[jax.Array], jax.Array]:
-        us = model.suffix_vectors(d["a"], [d[f"V{layer + 1}"] for layer in range(layers)])
-        ops = [u @ u.T for u in us] + [(d["a"] @ d["a"] / d["a"].shape[0]).reshape(1, 1)]
-        W = theory.mean_weights(ops[0], phi, y, T) if integrate_v0 else us[0] @ d["V0"]
+        if variables == "order_parameters":
+            factors = bartlett_factors([d[f"chi2_{i}"] for i in range(layers + 1)],
+                                       [d[f"normal_{i}"] for i in range(layers + 1)],
+                                       heads, N, sigma2)
+            ops = [F @ F.T for F in reversed(factors)]
+        else:
+            us = model.suffix_vectors(d["a"], [d[f"V{layer + 1}"] for layer in range(layers)])
+            ops = [u @ u.T for u in us] + [(d["a"] @ d["a"] / N).reshape(1, 1)]
+        W = us[0] @ d["V0"] if variables == "weights" else theory.mean_weights(ops[0], phi, y, T)
         return ops, W
 
     def chain(d: dict) -> tuple[list[jax.Array], jax.Array]:
@@ -132,7 +224,7 @@ def run_nuts(
     N: int,
     T: float,
     sigma2: float = schema_default("paths.prior_variance"),
-    integrate_v0: bool = schema_default("paths.sampler.integrate_v0"),
+    variables: str = schema_default("paths.sampler.variables"),
     warmup: int = schema_default("paths.sampler.warmup"),
     samples: int = schema_default("paths.sampler.samples"),
     chains: int = schema_default("paths.sampler.chains"),
@@ -148,16 +240,21 @@ def run_nuts(
     NumPyro's NUTS kernel is stepped by one compiled ``lax.scan`` over ``samples / blocks``
     steps (warmup adaptation runs inside the kernel for the first ``warmup`` steps; the last
     warmup block may add a few discarded post-adaptation steps). Returns the invariant
-    summaries (``Samples``), not the weights. All sites have real support, so the kernel's
-    positions are the weights.
+    summaries (``Samples``), not the draws; ``variables`` (``VARIABLES``) says what NUTS
+    samples. The kernel's positions are the draws in NumPyro's unconstrained space (the χ²
+    variables as logarithms), mapped back before the summaries.
     """
     heads = tuple(heads)
+    if variables not in VARIABLES:
+        raise ValueError(f"variables = {variables!r}: NUTS samples one of {VARIABLES}")
+    posterior = order_parameter_posterior if variables == "order_parameters" else weight_posterior
     kernel = NUTS(
-        partial(weight_posterior, heads=heads, N=N, T=T, sigma2=sigma2),
+        partial(posterior, heads=heads, N=N, T=T, sigma2=sigma2),
         target_accept_prob=target_accept,
         max_tree_depth=max_tree_depth,
     )
-    model_args = (phi, y, model.path_kernels(phi) if integrate_v0 else None)
+    kernels = None if variables == "weights" else model.path_kernels(phi)
+    model_args = (kernels, y) if variables == "order_parameters" else (phi, y, kernels)
     # one compiled program: NumPyro's eager initialisation compiles op by op, which is slower;
     # it keeps no traced value
     states = jax.jit(lambda keys, args: kernel.init(keys, warmup, model_args=args))(
@@ -172,12 +269,11 @@ def run_nuts(
 
         return jax.lax.scan(step, states, None, length=block)
 
-    dim = sum(heads) * N * N + N + (0 if integrate_v0 else N * phi.shape[1])
     log.info(
-        "NUTS N=%d: %d sampled weights (V0 %s), %d chains, %d warmup + %d draws",
+        "NUTS N=%d: %d sampled numbers (%s), %d chains, %d warmup + %d draws",
         N,
-        dim,
-        "integrated out" if integrate_v0 else "sampled",
+        sampled_dimension(variables, heads, N, phi.shape[1]),
+        variables.replace("_", " "),
         chains,
         warmup,
         samples,
@@ -216,7 +312,8 @@ def run_nuts(
         )
         for i in range(4)
     )
-    ops, weights = _summaries(z, phi, y, len(heads), T, integrate_v0)
+    z = jax.vmap(jax.vmap(kernel.postprocess_fn(model_args, {})))(z)
+    ops, weights = _summaries(z, phi, y, heads, N, T, sigma2, variables)
     flat = np.concatenate([np.asarray(o).reshape(chains, samples, -1) for o in ops], axis=2)
     rhat = float(np.max(split_gelman_rubin(flat))) if chains > 1 else float("nan")
     ess = float(np.min(effective_sample_size(flat)))

@@ -128,7 +128,7 @@ def paths_sample(job: Job) -> None:
     s = sampling.run_nuts(
         key, d["phi_train/all"], d["y_train"],
         ex.layer_heads(json.loads(attrs["networks"])["all"]), N, cfg["temperature"],
-        cfg["prior_variance"], integrate_v0=scfg["integrate_v0"],
+        cfg["prior_variance"], variables=scfg["variables"],
         warmup=scfg["warmup"], samples=scfg["samples"], chains=scfg["chains"],
         target_accept=scfg["target_accept"], max_tree_depth=scfg["max_tree_depth"],
     )
@@ -141,7 +141,7 @@ def paths_sample(job: Job) -> None:
         attrs={"experiment": experiment, "width": N, "accuracy": acc, "rhat": s.rhat,
                "ess": s.ess, "warmup_seconds": s.warmup_seconds,
                "sampling_seconds": s.sampling_seconds, "chains": "vectorised",
-               "integrate_v0": scfg["integrate_v0"], "paths": attrs["paths"],
+               "variables": scfg["variables"], "paths": attrs["paths"],
                "display": attrs["display"], "sampler": "numpyro NUTS"},
     )
 

@@ -114,7 +114,7 @@ def omniglot_sample(job: Job) -> None:
     T = float(th["temperatures"][th["selected"][list(th["widths"]).index(N)]])
     s = sampling.run_nuts(
         _key(p, "omniglot_sample"), f["phi/train"], f["y/train"], heads, N, T,
-        cfg["prior_variance"], integrate_v0=False, warmup=scfg["warmup"],
+        cfg["prior_variance"], variables="weights", warmup=scfg["warmup"],
         samples=scfg["samples"], chains=scfg["chains"], target_accept=scfg["target_accept"],
         max_tree_depth=scfg["max_tree_depth"],
     )
