@@ -51,9 +51,11 @@ def _theory_minutes(cfg, wc) -> float:
 
 
 def _sample_minutes(cfg, wc) -> float:
-    """NUTS: width x draws x chains x training sequences x tokens."""
+    """NUTS: width (10 for the order parameters, whose cost does not grow with it) x draws x
+    chains x training sequences x tokens."""
     p, s = cfg["paths"], cfg["paths"]["sampler"]
-    work = int(wc["N"]) * (s["warmup"] + s["samples"]) * s["chains"] * p["n_train"] * p["tokens"]
+    width = 10 if s["variables"] == "order_parameters" else int(wc["N"])
+    work = width * (s["warmup"] + s["samples"]) * s["chains"] * p["n_train"] * p["tokens"]
     return 10 + work * 1e-7
 
 
