@@ -61,6 +61,7 @@ def test_digest_covers_everything_the_stage_function_uses(name):
     missing = _runtime_files(STAGES[name]) - files
     assert not missing, sorted(str(m) for m in missing)
     assert code_digest.ROOT / "__main__.py" in files  # the command line runs every stage
+    assert code_digest.ROOT / "commands.py" not in files  # its other commands do not
 
 
 

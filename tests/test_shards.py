@@ -18,7 +18,7 @@ from tests.conftest import ROOT
 from tests.workflow_runs import TINY, TINY_ALL, clone, copy_env, repo_copy, snakemake_in
 from workflow_lib.claims import rounded
 from workflow_lib.config import ConfigError, load_config
-from workflow_lib.pages import read_claims
+from workflow_lib.pages import read_claims, results_page
 from workflow_lib.registry import studies
 from workflow_lib.shard_snapshots import merge_shards
 from workflow_lib.shards import ShardError, realisations, snapshot_name
@@ -92,9 +92,12 @@ def test_merged_shards_give_the_whole_runs_tables_and_claims(sharded, tiny_run):
             times = [c for c in TIMES if c in whole]
             pd.testing.assert_frame_equal(merged.drop(columns=times), whole.drop(columns=times),
                                           check_exact=True, obj=f"{study.name}/{name}")
-        claims = [read_claims(p) for p in (snap / f"{study.name}-claims.csv",
-                                           tiny_run / "results" / study.claims)]
-        assert rounded(claims[0]).equals(rounded(claims[1])), study.name
+        merged, whole = (read_claims(p) for p in (snap / f"{study.name}-claims.csv",
+                                                  tiny_run / "results" / study.claims))
+        started = merged["id"] == "run.started"  # the merge's own check: every shard has tables
+        held = {"potts_paper": 2, "attention_hmm": 1, "proteins": 2}[study.name]  # r0 and r1
+        assert merged.loc[started, ["n", "verdict"]].values.tolist() == [[held, "holds"]]
+        assert rounded(merged[~started].reset_index(drop=True)).equals(rounded(whole)), study.name
         costs = pd.read_csv(snap / f"{study.name}-costs.csv")
         assert costs["job"].is_unique and (costs["wall_s"] > 0).all()
     check = subprocess.run([sys.executable, "-m", "workflow_lib", "claims", str(snap), "--check"],
@@ -187,6 +190,53 @@ def test_a_shard_of_some_studies_lands_beside_the_others_of_its_range(sharded, t
     assert set(merged) == {s.name for s in SHARDED}
     source = json.loads((run / "potts_paper-source.json").read_text())
     assert source["shards"] == ["r0", "r1.potts_paper"]
+
+
+def test_a_failed_realisation_is_recorded_counted_and_listed(sharded, tmp_path):
+    """A realisation whose stage reports an error (here: its couplings file damaged, so that
+    its sampling stage cannot read it) is recorded by ``docs --failed``, not dropped: the merge
+    counts it as started (no gap), leaves it out of the tables and the claims, and the check
+    ``run.started`` and the page name it; a shard with a realisation that did not fail is
+    refused with one line."""
+    wd = clone(sharded.parent / "fresh", tmp_path / "wd")  # shard 1-1, finished
+    couplings = wd / "results" / "potts" / "r1" / "couplings.h5"
+    couplings.write_bytes(b"not an HDF5 file")
+    failed = snakemake_in(wd)
+    assert failed.returncode != 0
+    last = (wd / "results" / "logs" / "potts" / "r1" / "samples.log").read_text().splitlines()[-1]
+    assert last.startswith("error: ") and "couplings.h5" in last, last
+    docs = tmp_path / "docs"
+    shutil.copytree(sharded / "results" / "tiny", docs / "results" / "tiny")
+    shutil.rmtree(docs / "results" / "tiny" / "shards" / "r1")
+    mixed = _docs(wd, docs, "--results", "results", "--configfile", "tiny.yaml",
+                  "--failed", "0-1", "--study", "potts_paper")
+    assert mixed.returncode == 2 and mixed.stderr.splitlines() == [
+        "error: results: no job of potts_paper in realisations 0 ends its log in an error "
+        "line; --failed records a shard whose every realisation failed in a stage that said "
+        "why: run it, or cut the realisations that finish into shards of their own"]
+    snap = _docs(wd, docs, "--results", "results", "--configfile", "tiny.yaml",
+                 "--failed", "1-1", "--study", "potts_paper")
+    assert snap.returncode == 0, snap.stderr
+    shard = docs / "results" / "tiny" / "shards" / "r1.potts_paper"
+    record = json.loads((shard / "manifest.json").read_text())
+    assert record["realisations"] == {"potts_paper": [1]} and not (shard / "tables").exists()
+    assert record["failed"]["potts_paper"]["1"] == "potts/r1/samples: " + last[len("error: "):]
+    run = docs / "results" / "tiny"
+    assert merge_shards(run, only=("potts_paper",)) == ["potts_paper"]
+    data = pd.read_csv(run / "tables" / "potts_paper" / "data.csv")
+    assert data["realisation"].tolist() == [0]
+    claims = read_claims(run / "potts_paper-claims.csv").set_index("id")
+    assert claims.loc["run.started", ["n", "verdict"]].tolist() == [2, "does not hold"]
+    assert claims.loc["run.started", "statement"].endswith("(failed: r1)")
+    assert claims.loc["data.held_out", "n"] == 1  # the claims are on realisation 0
+    source = json.loads((run / "potts_paper-source.json").read_text())
+    assert source["realisations"] == [2, 2] and set(source["failed"]) == {"1"}
+    check = subprocess.run([sys.executable, "-m", "workflow_lib", "claims", str(run), "--check"],
+                           capture_output=True, text=True, timeout=300)
+    assert check.returncode == 0, check.stdout + check.stderr
+    page = results_page(run, SHARDED[0], "tiny")
+    assert "started but failed, so without tables and left out of the claims" in page
+    assert "realisation 1 (`potts/r1/samples: " in page
 
 
 @pytest.mark.parametrize(("extra", "message"), [

@@ -27,7 +27,7 @@ from workflow_lib.presets import preset_configs, with_preset_tables
 from workflow_lib.reference import configuration_page
 from workflow_lib.registry import Study, studies
 from workflow_lib.stage_tables import SNAKEFILE, with_stage_tables
-from workflow_lib.study_claims import claims_table
+from workflow_lib.study_claims import STARTED, claims_table
 
 
 def _number(x: float) -> str:
@@ -198,7 +198,8 @@ def snapshot(results: Path, dest: Path, study: Study, source: dict) -> bool:
 
 def recompute_claims(snap: Path, study: Study) -> str:
     """The claims table of ``study`` recomputed from the tables in the snapshot ``snap`` alone,
-    as the workflow writes it (CSV text)."""
+    as the workflow writes it, with ``run.started`` where the snapshot was merged from shards
+    (``study_claims.started_check``; CSV text)."""
     folder = snap / "tables" / study.name
     missing = [n for n in study.tables if not (folder / f"{n}.csv").exists()]
     if missing:
@@ -206,7 +207,9 @@ def recompute_claims(snap: Path, study: Study) -> str:
                                 f"again with: python -m workflow_lib docs --preset {snap.name} "
                                 "--results RESULTS")
     tables = {n: pd.read_csv(folder / f"{n}.csv") for n in study.tables}
-    return claims_table(study, tables).to_csv(index=False)
+    started = folder / f"{STARTED}.csv"  # a run merged from shards
+    return claims_table(study, tables, pd.read_csv(started, keep_default_na=False)
+                        if started.exists() else None).to_csv(index=False)
 
 
 def _section(claims: pd.DataFrame, kind: str, title: str) -> list[str]:
@@ -227,6 +230,12 @@ def results_page(snapshot_dir: Path, study: Study, preset: str) -> str:
                     f"{', '.join(source['shards'])} (realisations 0-{held - 1}: {held} of the "
                     f"run's {planned}), merged by `python -m workflow_lib docs --preset {preset} "
                     "--merge`")
+    failed = source.get("failed", {})
+    if failed:  # recorded by docs --failed (workflow_lib.shard_snapshots.snapshot_failed)
+        produced += ("; started but failed, so without tables and left out of the claims "
+                     "(check `run.started`): " + "; ".join(
+                         f"realisation {r} (`{why}`)" for r, why in sorted(
+                             failed.items(), key=lambda item: int(item[0]))))
     lines = [f"# {study.title}: the {preset} run", "",
              f"*{study.paper}.*", "",
              f"Produced by {produced}; this page by `python -m workflow_lib "

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+from typing import Any
 
 from workflow_lib.artefacts import atomic_path
 from workflow_lib.code_digest import stage_digest
@@ -19,17 +20,20 @@ from workflow_lib.config import digest
 from workflow_lib.registry import Job, studies
 
 
-def manifest(job: Job) -> None:
-    """The run's manifest (JSON) after the tables of its studies: its shard, config and
-    realisations (the params), the config's digest, the code digest of each rule of every
-    study's science, the backend of the jobs marked for a GPU and the host."""
+def record(params: dict[str, Any]) -> dict[str, Any]:
+    """The manifest of a run whose config slice is ``params`` (``shards.manifest_params``): the
+    params, the config's digest, the code digest of each rule of every study's science (of the
+    code installed), the backend of the jobs marked for a GPU and the host."""
     by_name = {study.name: study for study in studies()}
-    params = job.params
     code = {name: {rule.name: stage_digest(rule.stage) for rule in by_name[name].science()}
             for name in params["realisations"]}
-    record = {**params, "config_digest": digest(params["config"]), "code": code,
-              "backend": "gpu" if params["config"]["compute"]["gpu"] else "cpu",
-              "host": {"name": platform.node(), "cpus": os.cpu_count(),
-                       "system": platform.platform()}}
+    return {**params, "config_digest": digest(params["config"]), "code": code,
+            "backend": "gpu" if params["config"]["compute"]["gpu"] else "cpu",
+            "host": {"name": platform.node(), "cpus": os.cpu_count(),
+                     "system": platform.platform()}}
+
+
+def manifest(job: Job) -> None:
+    """The run's manifest (JSON, ``record``) after the tables of its studies."""
     with atomic_path(job.output["manifest"]) as tmp:
-        tmp.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+        tmp.write_text(json.dumps(record(job.params), indent=1, sort_keys=True) + "\n")

@@ -12,6 +12,15 @@ snapshot ``docs/results/NAME/`` (``merge_shards``), each study of them as ``page
 writes it from a whole run: per-realisation tables concatenated and sorted by realisation,
 shared tables taken once, summaries and claims recomputed, figures redrawn from the tables, job
 costs summed over the shards.
+
+A realisation whose stage reports that its protocol cannot be met (the stage's log ends in an
+``error:`` line, the same on a re-run: e.g. no inverse temperature that samples the target
+Hamming distance) is recorded, not dropped: ``docs --preset NAME --results RESULTS --failed
+FIRST-LAST`` writes the snapshot of such a shard (``snapshot_failed``), the manifest naming each
+realisation's failed job and its error, the costs of the jobs that ran, no tables. The merge
+counts it as started (no gap), leaves it out of the tables and lists every started realisation
+in ``tables/<study>/started.csv`` (``study_claims.STARTED``), from which the claims table's check
+``run.started`` is computed (``study_claims``) and the page lists the failures.
 """
 
 from __future__ import annotations
@@ -30,18 +39,23 @@ import pandas as pd
 from workflow_lib.artefacts import atomic_path, write_csv
 from workflow_lib.config import study_keys
 from workflow_lib.pages import job_costs, job_realisations, recompute_claims
-from workflow_lib.registry import Panel, Study, resolve, studies
+from workflow_lib.registry import Config, Panel, Study, resolve, studies
+from workflow_lib.run_manifest import record as manifest_record
 from workflow_lib.shards import (
     MANIFEST,
     REALISATION,
     RUN_KEYS,
     ShardError,
     finish_tables,
+    manifest_params,
     parse,
+    realisations,
     snapshot_name,
 )
+from workflow_lib.study_claims import STARTED
 
 SHARDS = "shards"  # the folder of a run's shard snapshots, in its snapshot
+ERROR = "error: "  # how a stage's log ends when the stage reports why it failed (__main__)
 
 
 def _write_json(path: Path, record: dict[str, Any]) -> None:
@@ -138,6 +152,63 @@ def snapshot_shard(results: Path, run: Path, record: dict[str, Any], source: dic
     return dest
 
 
+def failures(results: Path, study: Study, ids: Iterable[int]) -> dict[int, str]:
+    """The realisations of ``ids`` with a job of ``study`` in the run in ``results`` whose log
+    ends in an ``error:`` line (a failure its stage reported), each with ``JOB: ERROR`` of its
+    first such job (``job``: the log's path under ``logs/`` without the extension)."""
+    logs, found = results / "logs", {}
+    for folder in study.folders or (study.name,):
+        for path in sorted((logs / folder).rglob("*.log")):
+            job = path.relative_to(logs).with_suffix("").as_posix()
+            lines = path.read_text(errors="replace").strip().splitlines()
+            if lines and lines[-1].startswith(ERROR):
+                for r in sorted(job_realisations(job) & set(ids)):
+                    found.setdefault(r, f"{job}: {lines[-1].removeprefix(ERROR)}")
+    return found
+
+
+def snapshot_failed(results: Path, run: Path, cfg: Config, source: dict[str, Any],
+                    only: tuple[str, ...] = ()) -> Path:
+    """Write the snapshot of the shard of ``cfg`` (its key ``shard``) whose every realisation
+    failed in the run in ``results`` (``failures``) under the run's snapshot ``run`` as
+    ``shards/<name>/``: the manifest the run would have written (``run_manifest.record``, of the
+    code installed) with ``source`` and ``failed`` (study -> realisation -> ``JOB: ERROR``) and
+    each study's measured job costs; no tables. ``ShardError`` when a realisation of it has no
+    failed job (run it; a shard that mixes failed and finished realisations is run again as
+    shards of each)."""
+    names = [study.name for study in studies()
+             if realisations(cfg, study) and (not only or study.name in only)]
+    if not names:
+        raise ShardError(f"--failed {cfg['shard']}: no study has realisations in it")
+    by_name = {study.name: study for study in studies()}
+    failed = {}
+    for name in names:
+        ids = realisations(cfg, by_name[name])
+        found = failures(results, by_name[name], ids)
+        missing = [r for r in ids if r not in found]
+        if missing:
+            raise ShardError(f"{results}: no job of {name} in realisations {_ranges(missing)} "
+                             f"ends its log in an error line; --failed records a shard whose "
+                             "every realisation failed in a stage that said why: run it, or "
+                             "cut the realisations that finish into shards of their own")
+        failed[name] = {str(r): found[r] for r in ids}
+    record = manifest_record(manifest_params(cfg, names))
+    part = cfg["shard_studies"] is not None or bool(only)
+    dest = run / SHARDS / snapshot_name(cfg["shard"], names if part else None)
+    build = dest.with_name(f".{dest.name}.tmp-{os.getpid()}")
+    shutil.rmtree(build, ignore_errors=True)
+    build.mkdir(parents=True)
+    for name in names:
+        costs, ids = job_costs(results, by_name[name]), set(record["realisations"][name])
+        costs = costs[[bool(job_realisations(job) & ids) for job in costs["job"]]]
+        if len(costs):  # the jobs of its realisations that ran
+            costs.to_csv(build / f"{name}-costs.csv", index=False)
+    _write_json(build / MANIFEST, {**record, "source": source, "failed": failed})
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    _replace_folder(build, dest)
+    return dest
+
+
 def _difference(a: Any, b: Any, key: str = "") -> tuple[str, Any, Any] | None:
     """The first dotted key whose value differs between configs ``a`` and ``b``, with the two
     values (None where one has no such key), or None when they are equal."""
@@ -219,10 +290,13 @@ def _run_config(holders: list[tuple[str, Path, dict[str, Any]]]) -> dict[str, An
 
 def _merged_tables(holders: list[tuple[str, Path, dict[str, Any]]],
                    study: Study) -> dict[str, pd.DataFrame]:
-    """``study``'s tables from its shards: per-realisation tables concatenated in shard order,
-    shared tables taken once (``ShardError`` unless alike in every shard), then
-    ``shards.finish_tables`` (realisation order, summaries)."""
-    folders = [(name, folder / "tables" / study.name) for name, folder, _ in holders]
+    """``study``'s tables from its shards that hold them (not the failed ones): per-realisation
+    tables concatenated in shard order, shared tables taken once (``ShardError`` unless alike in
+    every shard), then ``shards.finish_tables`` (realisation order, summaries)."""
+    folders = [(name, folder / "tables" / study.name) for name, folder, _ in holders
+               if (folder / "tables" / study.name).is_dir()]  # a failed shard has none
+    if not folders:
+        raise ShardError(f"{SHARDS}: every shard of {study.name} failed; nothing to merge")
     tables = {}
     for table in study.realisation_tables():
         frames = [pd.read_csv(folder / f"{table}.csv") for _, folder in folders]
@@ -238,6 +312,15 @@ def _merged_tables(holders: list[tuple[str, Path, dict[str, Any]]],
                                  "write it alike")
         tables[table] = pd.read_csv(io.BytesIO(text))
     return finish_tables(study, tables)
+
+
+def started(holders: list[tuple[str, Path, dict[str, Any]]], study: Study) -> pd.DataFrame:
+    """The realisations of ``study`` its shards started, in order: columns ``realisation`` and
+    ``failure`` (``JOB: ERROR`` of a failed one, ``snapshot_failed``; empty for one with
+    tables)."""
+    rows = [(r, record.get("failed", {}).get(study.name, {}).get(str(r), ""))
+            for _, _, record in holders for r in record["realisations"][study.name]]
+    return pd.DataFrame(sorted(rows), columns=[REALISATION, "failure"])
 
 
 def _merged_costs(holders: list[tuple[str, Path, dict[str, Any]]],
@@ -286,10 +369,12 @@ def merge_shards(run: Path, only: tuple[str, ...] = ()) -> list[str]:
     another config or code (``_check_alike``), a realisation in two shards and a gap in the
     realisations 0 to k - 1 they hold (``_holders``), and shared tables that differ
     (``_merged_tables``).
-    Then for each study: its tables as a whole run writes them, its claims table recomputed from
-    them (``pages.recompute_claims``), its figures redrawn (``_redraw``), its job costs summed
-    over the shards (``_merged_costs``) and its ``source.json``: the first shard's config files
-    and targets, the shards, the config's digest and the code's."""
+    Then for each study: its tables as a whole run writes them and the table of its started
+    realisations (``started``), its claims table recomputed from them
+    (``pages.recompute_claims``), its figures redrawn (``_redraw``), its job costs summed over
+    the shards (``_merged_costs``) and its ``source.json``: the first shard's config files and
+    targets, the shards, the realisations started and planned, the failed ones, the config's
+    digest and the code's."""
     records = _shard_records(run)
     merged = []
     for study in studies():
@@ -301,7 +386,7 @@ def merge_shards(run: Path, only: tuple[str, ...] = ()) -> list[str]:
         build = run / "tables" / f".{study.name}.tmp-{os.getpid()}"
         shutil.rmtree(build, ignore_errors=True)
         build.mkdir(parents=True)
-        for name, df in tables.items():
+        for name, df in {**tables, STARTED: started(holders, study)}.items():
             df.to_csv(build / f"{name}.csv", index=False)
         _replace_folder(build, run / "tables" / study.name)
         with atomic_path(run / f"{study.name}-claims.csv") as tmp:
@@ -317,5 +402,7 @@ def merge_shards(run: Path, only: tuple[str, ...] = ()) -> list[str]:
             **first["source"], "shards": [path.name for _, path, _ in holders],
             "realisations": [sum(len(record["realisations"][study.name])
                                  for _, _, record in holders), study.realisation_count(cfg)],
+            "failed": {r: why for _, _, record in holders
+                       for r, why in record.get("failed", {}).get(study.name, {}).items()},
             "config_digest": first["config_digest"], "code": first["code"][study.name]})
     return [study.name for study, *_ in merged]

@@ -43,7 +43,7 @@ from workflow_lib.potts.model import energy
 Array = jax.Array
 F32 = jnp.float32
 log = logging.getLogger("workflow_lib.potts")
-# The workflow's jobs compile with XLA:CPU's fusion emitters off (``workflow_lib.__main__``:
+# The workflow's jobs compile with XLA:CPU's fusion emitters off (``workflow_lib.jax_setup``:
 # faster compilation of the short programs); the sweep kernels, the one hot loop, keep them on
 # (more updates/s in batches: ``benchmarks/bench_gibbs.py``). Ignored off the CPU.
 KERNEL_COMPILER_OPTIONS = {"xla_cpu_use_fusion_emitters": True}

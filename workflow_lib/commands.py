@@ -1,0 +1,196 @@
+"""The command line's commands other than ``stage`` (``python -m workflow_lib``, ``__main__``):
+``inspect``, ``check-config``, ``docs``, ``claims`` and ``omniglot``. Apart from the stage entry,
+so that a change to them is no change to any stage's code (``workflow_lib.code_digest``)."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import sys
+
+from workflow_lib.jax_setup import configure_jax
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    """Add the commands' parsers to the command line's subparsers ``sub``."""
+    ins = sub.add_parser("inspect", help="describe HDF5 artefacts")
+    ins.add_argument("files", nargs="+")
+    chk = sub.add_parser("check-config", help="validate config files (merged in order)")
+    chk.add_argument("files", nargs="+")
+    docs = sub.add_parser("docs", help="write docs/results/*.md and docs/configuration.md")
+    docs.add_argument("--preset", help="the run's name on its pages, e.g. quick (without it: the "
+                      "index, configuration and performance pages only)")
+    docs.add_argument("--results", help="a finished run's results folder to snapshot first")
+    docs.add_argument("--configfile", action="append", default=[],
+                      help="the run's config files, recorded on the pages")
+    docs.add_argument("--target", action="append", default=[],
+                      help="the run's targets, recorded on the pages (default: the default one)")
+    docs.add_argument("--study", action="append", default=[],
+                      help="snapshot only these studies of the run (default: every study)")
+    docs.add_argument("--docs", default="docs", help="the docs folder (default: docs)")
+    docs.add_argument("--merge", action="store_true",
+                      help="merge the run's shard snapshots (docs/results/PRESET/shards/*, "
+                      "written by --results on a shard's results) into its snapshot first")
+    docs.add_argument("--failed", metavar="FIRST-LAST",
+                      help="with --results: record the shard FIRST-LAST (of --study) whose every "
+                      "realisation failed in a stage that said why (its log ends in an error "
+                      "line, the same on a re-run) as started, without tables")
+    cl = sub.add_parser("claims", help="recompute every claims table of a results snapshot from "
+                        "the tables beside it")
+    cl.add_argument("snapshot", help="a snapshot folder, e.g. docs/results/quick")
+    cl.add_argument("--check", action="store_true",
+                    help="write nothing; exit 1 unless each recomputed table is identical (text "
+                    "exactly, numbers to workflow_lib.claims.DIGITS significant digits)")
+    omni = sub.add_parser("omniglot", help="run the Omniglot study without Snakemake")
+    omni.add_argument("outdir")
+    omni.add_argument("--configfile", action="append", default=[],
+                      help="config files merged in order (default: config.yaml if present)")
+    omni.add_argument("--set", action="append", default=[], metavar="KEY.PATH=YAML")
+    omni.add_argument("--model", help="a trained model artefact to use instead of training")
+    omni.add_argument("--train-only", action="store_true", help="stop after training")
+    omni.add_argument("--threads", type=int, default=1)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the command ``args.command`` (not ``stage``); its exit status."""
+    if args.command == "inspect":
+        print("\n\n".join(_inspect(f) for f in args.files))
+    elif args.command == "docs":
+        _write_docs(args)
+    elif args.command == "claims":
+        return _recompute_claims(args)
+    elif args.command == "check-config":
+        return _check_config(args.files)
+    else:
+        _run_omniglot(args)
+    return 0
+
+
+def _write_docs(args: argparse.Namespace) -> None:
+    from pathlib import Path
+
+    from workflow_lib.config import ConfigError
+    from workflow_lib.pages import write_docs
+    from workflow_lib.shard_snapshots import (
+        merge_shards,
+        read_manifest,
+        snapshot_failed,
+        snapshot_shard,
+    )
+
+    source = {"configs": args.configfile, "targets": args.target}
+    results = Path(args.results) if args.results else None
+    if results is not None and not results.is_dir():
+        raise ConfigError(f"--results {results}: no such folder (run snakemake first)")
+    if (results is not None or args.merge) and not args.preset:
+        raise ConfigError(f"{'--merge' if args.merge else '--results'} needs --preset: the name "
+                          "of the run on its pages")
+    if results is not None and args.merge:
+        raise ConfigError("--results and --merge: snapshot a run, or merge its shards, not both")
+    if args.failed and results is None:
+        raise ConfigError("--failed needs --results: the folder of the run whose shard failed")
+    run, only = Path(args.docs) / "results" / (args.preset or ""), tuple(args.study)
+    if args.failed:
+        print(snapshot_failed(results, run, _failed_config(args), source, only))
+        return
+    record = read_manifest(results) if results is not None else None
+    if record is not None and record["shard"] is not None:
+        print(snapshot_shard(results, run, record, source, only))
+        return
+    if args.merge:
+        for study in merge_shards(run, only):
+            print(f"{run}: {study} merged from {run / 'shards'}")
+    for page in write_docs(Path(args.docs), args.preset, results, source, only):
+        print(page)
+
+
+def _failed_config(args: argparse.Namespace) -> dict:
+    """The config of the shard ``--failed`` of the run: config.yaml (the Snakefile's) and
+    ``--configfile`` merged in order, as Snakemake merges them, with the shard and, given
+    ``--study``, its studies."""
+    from workflow_lib.config import read_config_files
+
+    files = [*(["config.yaml"] if os.path.exists("config.yaml") else []), *args.configfile]
+    sets = [f"shard={args.failed}", *([f"shard_studies={json.dumps(args.study)}"]
+                                      if args.study else [])]
+    return read_config_files(files, sets)
+
+
+def _recompute_claims(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from workflow_lib.claims import DIGITS, rounded
+    from workflow_lib.pages import read_claims, recompute_claims
+    from workflow_lib.registry import studies
+
+    snap, differ = Path(args.snapshot), 0
+    for study in studies():
+        committed = snap / f"{study.name}-claims.csv"
+        if not committed.exists():
+            continue
+        text = recompute_claims(snap, study)
+        same = rounded(read_claims(committed)).equals(rounded(read_claims(io.StringIO(text))))
+        differ += not same
+        if not args.check:
+            committed.write_text(text)
+        state = "identical" if same else "differs" if args.check else "rewritten"
+        print(f"{committed}: {state} (numbers to {DIGITS} significant digits)")
+    return 1 if args.check and differ else 0
+
+
+def _run_omniglot(args: argparse.Namespace) -> None:
+    from workflow_lib.config import read_config_files
+
+    files = args.configfile or (["config.yaml"] if os.path.exists("config.yaml") else [])
+    cfg = read_config_files(files, args.set)
+    configure_jax(args.threads, "gpu" if cfg["compute"]["gpu"] else "cpu",
+                   "the omniglot command")
+    from workflow_lib.studies.omniglot.runner import run_study
+
+    run_study(cfg, args.outdir, cfg["omniglot"]["data_dir"], args.model, args.train_only)
+
+
+def _repository(config: str) -> str:
+    """The folder of the Snakefile that reads ``config`` (relative paths in a config are relative
+    to it): the nearest folder at or above the config file that holds a Snakefile, else the
+    working directory; as a path relative to the working directory."""
+    from pathlib import Path
+
+    for folder in Path(config).resolve().parents:
+        if (folder / "Snakefile").is_file():
+            return os.path.relpath(folder)
+    return "."
+
+
+def _check_config(files: list[str]) -> int:
+    """Validate the merged config files, then open every protein file they name (relative paths
+    from the repository of the first file, ``_repository``): one line per problem on stderr; 2
+    if any."""
+    from workflow_lib.config import read_config_files
+    from workflow_lib.proteins.alignment import check_families
+
+    cfg = read_config_files(files)
+    problems = check_families(cfg["proteins"]["families"], _repository(files[0]))
+    for problem in problems:
+        print(f"error: {problem}", file=sys.stderr)
+    if problems:
+        return 2
+    print(f"{' + '.join(files)}: valid")
+    return 0
+
+
+def _inspect(path: str) -> str:
+    """``describe`` of an artefact; for samples artefacts also its beta tuning and attempts."""
+    from workflow_lib.artefacts import describe, read_artefact
+
+    text = describe(path)
+    art = read_artefact(path)
+    from workflow_lib.potts.artefact import POTTS_SAMPLES
+
+    if art.schema == POTTS_SAMPLES and "attempts/beta" in art.data:
+        from workflow_lib.potts.describe import describe_sampling
+
+        text += "\n" + describe_sampling(path)
+    return text
