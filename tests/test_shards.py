@@ -213,7 +213,13 @@ def test_a_failed_realisation_is_recorded_counted_and_listed(sharded, tmp_path):
     assert mixed.returncode == 2 and mixed.stderr.splitlines() == [
         "error: results: no job of potts_paper in realisations 0 ends its log in an error "
         "line; --failed records a shard whose every realisation failed in a stage that said "
-        "why: run it, or cut the realisations that finish into shards of their own"]
+        "why: run it, or cut the realisations that finish into shards of their own (--study "
+        "names the studies whose realisations failed)"]
+    elsewhere = _docs(wd, docs, "--results", "results/potts", "--configfile", "tiny.yaml",
+                      "--failed", "1-1", "--study", "potts_paper")
+    assert elsewhere.returncode == 2 and elsewhere.stderr.splitlines() == [
+        "error: --results results/potts: the config's results folder is results; give the "
+        "config files (and keys) the failed run was given"]
     snap = _docs(wd, docs, "--results", "results", "--configfile", "tiny.yaml",
                  "--failed", "1-1", "--study", "potts_paper")
     assert snap.returncode == 0, snap.stderr

@@ -155,15 +155,16 @@ def snapshot_shard(results: Path, run: Path, record: dict[str, Any], source: dic
 def failures(results: Path, study: Study, ids: Iterable[int]) -> dict[int, str]:
     """The realisations of ``ids`` with a job of ``study`` in the run in ``results`` whose log
     ends in an ``error:`` line (a failure its stage reported), each with ``JOB: ERROR`` of its
-    first such job (``job``: the log's path under ``logs/`` without the extension)."""
+    newest such log (``JOB``: the log's path under ``logs/`` without the extension); a chunk's
+    job (``r0-2``) names each of its realisations."""
     logs, found = results / "logs", {}
-    for folder in study.folders or (study.name,):
-        for path in sorted((logs / folder).rglob("*.log")):
-            job = path.relative_to(logs).with_suffix("").as_posix()
-            lines = path.read_text(errors="replace").strip().splitlines()
-            if lines and lines[-1].startswith(ERROR):
-                for r in sorted(job_realisations(job) & set(ids)):
-                    found.setdefault(r, f"{job}: {lines[-1].removeprefix(ERROR)}")
+    paths = [p for folder in study.folders or (study.name,) for p in (logs / folder).rglob("*.log")]
+    for path in sorted(paths, key=lambda p: (p.stat().st_mtime, p.as_posix())):  # newest last
+        job = path.relative_to(logs).with_suffix("").as_posix()
+        lines = path.read_text(errors="replace").strip().splitlines()
+        if lines and lines[-1].startswith(ERROR):
+            for r in job_realisations(job) & set(ids):
+                found[r] = f"{job}: {lines[-1].removeprefix(ERROR)}"
     return found
 
 
@@ -176,6 +177,9 @@ def snapshot_failed(results: Path, run: Path, cfg: Config, source: dict[str, Any
     each study's measured job costs; no tables. ``ShardError`` when a realisation of it has no
     failed job (run it; a shard that mixes failed and finished realisations is run again as
     shards of each)."""
+    if Path(cfg["results"]).resolve() != results.resolve():
+        raise ShardError(f"--results {results}: the config's results folder is {cfg['results']}; "
+                         "give the config files (and keys) the failed run was given")
     names = [study.name for study in studies()
              if realisations(cfg, study) and (not only or study.name in only)]
     if not names:
@@ -190,7 +194,8 @@ def snapshot_failed(results: Path, run: Path, cfg: Config, source: dict[str, Any
             raise ShardError(f"{results}: no job of {name} in realisations {_ranges(missing)} "
                              f"ends its log in an error line; --failed records a shard whose "
                              "every realisation failed in a stage that said why: run it, or "
-                             "cut the realisations that finish into shards of their own")
+                             "cut the realisations that finish into shards of their own (--study "
+                             "names the studies whose realisations failed)")
         failed[name] = {str(r): found[r] for r in ids}
     record = manifest_record(manifest_params(cfg, names))
     part = cfg["shard_studies"] is not None or bool(only)
@@ -295,8 +300,6 @@ def _merged_tables(holders: list[tuple[str, Path, dict[str, Any]]],
     every shard), then ``shards.finish_tables`` (realisation order, summaries)."""
     folders = [(name, folder / "tables" / study.name) for name, folder, _ in holders
                if (folder / "tables" / study.name).is_dir()]  # a failed shard has none
-    if not folders:
-        raise ShardError(f"{SHARDS}: every shard of {study.name} failed; nothing to merge")
     tables = {}
     for table in study.realisation_tables():
         frames = [pd.read_csv(folder / f"{table}.csv") for _, folder in folders]
@@ -379,7 +382,8 @@ def merge_shards(run: Path, only: tuple[str, ...] = ()) -> list[str]:
     merged = []
     for study in studies():
         holders = _holders(records, study) if not only or study.name in only else []
-        if holders:
+        if any((folder / "tables" / study.name).is_dir() for _, folder, _ in holders):
+            # a study whose every shard failed has no tables to merge (its shards stay listed)
             merged.append((study, holders, _merged_tables(holders, study),
                            _merged_costs(holders, study)))
     for study, holders, tables, costs in merged:

@@ -16,19 +16,20 @@ from workflow_lib.shards import REALISATION
 STARTED = "started"  # a merged run's table of its started realisations
 
 
-def started_check(of: Study, started: pd.DataFrame) -> dict:
-    """The check ``run.started`` of study ``of``: every realisation its shards started has its
-    tables (``started``: columns realisation and failure, empty where it has them); measured:
-    the fraction that has. It gates no claim: a realisation is recorded as failed only where
-    its stage reported that the protocol cannot be met, and the claims are on the others."""
-    ok = started["failure"].isna() | (started["failure"].astype(str) == "")
+def started_check(of: Study, started: pd.DataFrame, held: set[int]) -> dict:
+    """The check ``run.started`` of study ``of``: every realisation its shards started
+    (``started``: columns realisation and failure, empty where none was recorded) has its rows
+    in the per-realisation tables (``held``: the realisations they hold); measured: the fraction
+    that has. It gates no claim: a realisation is recorded as failed where a stage reported an
+    error, and the claims are on the others (the statement names the failed ones)."""
+    ok = started[REALISATION].isin(held)
     failed = ", ".join(f"r{r}" for r in started.loc[~ok, REALISATION])
     return c.row("run.started", of.name, "shards", "Every realisation started has its tables "
                  f"(failed: {failed or 'none'})", "", c.every(ok), "every started realisation "
-                 "has its tables; gates no claim: a realisation is recorded as failed only "
-                 "where a stage reports that its protocol cannot be met (the page names the "
-                 "job and its error), and the claims are on the realisations with tables",
-                 REALISATION, c.CHECK)
+                 "has its rows in the per-realisation tables; gates no claim: a realisation is "
+                 "recorded as failed where a stage reported an error the same on a re-run (the "
+                 "page names the job and its error), and the claims are on the realisations "
+                 "with tables", REALISATION, c.CHECK)
 
 
 def claims_table(of: Study, tables: Mapping[str, pd.DataFrame],
@@ -45,4 +46,6 @@ def claims_table(of: Study, tables: Mapping[str, pd.DataFrame],
                          "workflow_lib.claims.COLUMNS)")
     if started is None:
         return table
-    return pd.concat([table, pd.DataFrame([started_check(of, started)])], ignore_index=True)
+    held = {int(r) for name in of.realisation_tables() for r in tables[name][REALISATION]}
+    return pd.concat([table, pd.DataFrame([started_check(of, started, held)])],
+                     ignore_index=True)
