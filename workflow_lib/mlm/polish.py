@@ -4,7 +4,7 @@ that says how far from a stationary point any run ended."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import cache
+from functools import cache, partial
 
 import jax
 import jax.numpy as jnp
@@ -49,6 +49,12 @@ def _objective(spec: ArchSpec) -> Callable[[Params, tuple[Array, Array]], Array]
 def grad_norm(spec: ArchSpec, params: Params, train: np.ndarray, l2: float) -> float:
     """Largest absolute gradient entry of the training objective (``objective.full_objective``
     on all sites of ``train: (M, L)``) at ``params``: how far from a stationary point a run
-    ended, whatever its optimiser."""
-    grad = jax.jit(jax.grad(lambda p: full_objective(spec, p, jnp.asarray(train), l2)))
-    return float(max(jnp.max(jnp.abs(g)) for g in jax.tree_util.tree_leaves(grad(params))))
+    ended, whatever its optimiser. One program per ``spec``, dtype and shape: the realisations
+    of a training job share it."""
+    return float(_max_abs_grad(spec, params, jnp.asarray(train), l2))
+
+
+@partial(jax.jit, static_argnames="spec")
+def _max_abs_grad(spec: ArchSpec, params: Params, train: Array, l2: float) -> Array:
+    grad = jax.grad(full_objective, argnums=1)(spec, params, train, l2)
+    return jnp.max(jnp.stack([jnp.max(jnp.abs(g)) for g in jax.tree_util.tree_leaves(grad)]))
