@@ -77,7 +77,7 @@ def assert_reported_at_its_point(objective, res: lbfgs.Result, data) -> None:
     """``fun`` and ``grad_norm`` (read from the optimiser's state) are those of ``x``."""
     value, grad = jax.value_and_grad(objective)(res.x, data)
     assert res.fun == pytest.approx(float(value), rel=1e-12, abs=1e-300)
-    assert res.grad_norm == pytest.approx(float(lbfgs._max_abs(grad)), rel=1e-9, abs=1e-300)
+    assert res.grad_norm == pytest.approx(float(lbfgs.max_abs(grad)), rel=1e-9, abs=1e-300)
 
 
 def barrier(x: jax.Array, data: jax.Array) -> jax.Array:

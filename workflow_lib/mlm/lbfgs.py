@@ -70,7 +70,8 @@ class Result:
         return self.grad_norm <= grad_tol
 
 
-def _max_abs(tree) -> Array:
+def max_abs(tree) -> Array:
+    """The largest absolute entry of the arrays of ``tree``: a scalar, traceable."""
     return jnp.max(jnp.stack([jnp.max(jnp.abs(leaf)) for leaf in jax.tree_util.tree_leaves(tree)]))
 
 
@@ -125,7 +126,7 @@ def _solve(objective: Callable, x0s, data, max_iter: Array, grad_tol: Array, fto
             updates, new_state = opt.update(grad, state, x, value=value, grad=grad, value_fn=fun)
             new_x = optax.apply_updates(x, updates)
             new_value, new_grad = _value_and_grad(new_state)
-            g = _max_abs(new_grad)
+            g = max_abs(new_grad)
             finite = jnp.isfinite(new_value) & jnp.isfinite(g)
             # the line search's last resort did not descend (or left the domain): kept is the
             # old point, from which a fit with a memory retries once by steepest descent (as
@@ -154,7 +155,7 @@ def _solve(objective: Callable, x0s, data, max_iter: Array, grad_tol: Array, fto
             return x, state, failed, k, nfev, status, last, ref
 
         value0, grad0 = jax.value_and_grad(fun)(x0)
-        g0 = _max_abs(grad0)
+        g0 = max_abs(grad0)
         status0 = jnp.select([~(jnp.isfinite(value0) & jnp.isfinite(g0)), g0 <= grad_tol,
                               max_iter <= 0], [NOT_FINITE, CONVERGED, MAX_ITER], RUNNING)
         since = io_callback(_now, clock, index)
@@ -164,7 +165,7 @@ def _solve(objective: Callable, x0s, data, max_iter: Array, grad_tol: Array, fto
              jnp.asarray(1), status0, since, value0))  # fmt: skip
         value, grad = _value_and_grad(state)
         best = jnp.where(status == CONVERGED, jnp.minimum(best, value), best)
-        return best, (x, value, _max_abs(grad), k, nfev, status)
+        return best, (x, value, max_abs(grad), k, nfev, status)
 
     n = jax.tree_util.tree_leaves(x0s)[0].shape[0]
     return jax.lax.scan(one, jnp.asarray(jnp.inf, jnp.float64), (jnp.arange(n), x0s))[1]

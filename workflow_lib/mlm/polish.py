@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from workflow_lib.mlm.lbfgs import minimize
+from workflow_lib.mlm.lbfgs import max_abs, minimize
 from workflow_lib.mlm.models import ArchSpec, Params
 from workflow_lib.mlm.objective import full_objective
 
@@ -56,5 +56,4 @@ def grad_norm(spec: ArchSpec, params: Params, train: np.ndarray, l2: float) -> f
 
 @partial(jax.jit, static_argnames="spec")
 def _max_abs_grad(spec: ArchSpec, params: Params, train: Array, l2: float) -> Array:
-    grad = jax.grad(full_objective, argnums=1)(spec, params, train, l2)
-    return jnp.max(jnp.stack([jnp.max(jnp.abs(g)) for g in jax.tree_util.tree_leaves(grad)]))
+    return max_abs(jax.grad(full_objective, argnums=1)(spec, params, train, l2))
