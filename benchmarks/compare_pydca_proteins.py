@@ -51,7 +51,7 @@ project's objective on its training rows and weights at the fit's parameters (co
 at pydca's parameters means that the project's fit stops short of its minimum; ``--grad-tol``
 tightens its criterion), wall time and L-BFGS iterations (pydca's counted from its progress lines);
 the project's objective at its fit again with the couplings' products in float64
-(``plm.coupling_logits``: the fit's float32 products, ``models.plmdca_logits``, checked); the
+(``plm.coupling_logits``: the fit's float32 products, ``models.coupling_product``, checked); the
 Pearson and Spearman correlations of the two score maps over the pairs at that separation; and the
 reference plmDCA P@L of ``claims.PLMDCA_REFERENCE`` as a sanity range (within
 ``claims.REFERENCE_TOLERANCE``) for an alignment file it knows by its sha256 (not for the shipped

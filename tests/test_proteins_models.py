@@ -26,11 +26,12 @@ def _seqs(M: int, L: int, seed: int = 0) -> np.ndarray:
     return np.random.default_rng(seed).integers(0, Q, (M, L)).astype(np.int32)
 
 
-@pytest.mark.parametrize("heads", [1, 3, 25])
+@pytest.mark.parametrize("heads", [1, 10, 11, 25])
 @pytest.mark.parametrize("softmax", [False, True])
 def test_factored_logits_are_those_of_its_couplings(heads, softmax):
-    """Both contraction orders (through the heads while H < Q, through J beyond) give the
-    conditionals of J_ij(a, b) = sum_h A^h_ij V^h_ab plus the fields."""
+    """Both contraction routes (through the heads while 2 H < Q, through J from H = 11 on) give
+    the conditionals of J_ij(a, b) = sum_h A^h_ij V^h_ab plus the fields, to float32 precision,
+    in float64."""
     model = models.CouplingModel("factored", 6, heads=heads, softmax=softmax)
     params = models.init_params(model, jax.random.key(1))
     params["h"] = jax.random.normal(jax.random.key(2), (6, Q), jnp.float64)
@@ -38,7 +39,9 @@ def test_factored_logits_are_those_of_its_couplings(heads, softmax):
     att = np.asarray(models.attention(model, params))
     J = np.einsum("hij,hab->ijab", att, np.asarray(params["V"]))
     expected = np.asarray(coupling_logits(jnp.asarray(J), seqs)) + np.asarray(params["h"])
-    np.testing.assert_allclose(models.site_logits(model, params, seqs), expected, atol=1e-12)
+    logits = models.site_logits(model, params, seqs)
+    assert logits.dtype == jnp.float64
+    np.testing.assert_allclose(logits, expected, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(np.diagonal(att, axis1=1, axis2=2), 0.0)
     if softmax:
         np.testing.assert_allclose(att.sum(axis=2), 1.0, atol=1e-12)
@@ -91,6 +94,34 @@ def test_plmdca_objective_and_gradient_match_a_brute_force_reference():
     for name in ("J", "h"):
         np.testing.assert_allclose(grad[name], ref_grad[name], rtol=1e-5, atol=1e-7)
     assert value.dtype == jnp.float64 and grad["J"].dtype == jnp.float64
+
+@pytest.mark.parametrize("heads", [3, 12])
+def test_factored_objective_and_gradient_match_a_float64_reference(heads):
+    """Factored attention's fitted objective (float32 contractions, through its heads for H = 3
+    and through J for H = 12) and its gradient in A, V and h equal those of the float64
+    conditionals of J = sum_h A^h V^h, with random weights, to float32 tolerance."""
+    M, L = 9, 6
+    rng = np.random.default_rng(8)
+    seqs = jnp.asarray(_seqs(M, L, seed=8))
+    weights = jnp.asarray(rng.uniform(0.2, 1.0, M))
+    model = models.CouplingModel("factored", L, heads=heads)
+    params = models.init_params(model, jax.random.key(4))
+    params["h"] = jnp.asarray(rng.normal(0.0, 0.5, (L, Q)))
+    data = (seqs, weights, {k: jnp.float64(v) for k, v in LAMBDAS.items()})
+
+    def reference(p):
+        J = jnp.einsum("hij,hab->ijab", models.attention(model, p), p["V"])
+        logp = jax.nn.log_softmax(coupling_logits(J, seqs) + p["h"], axis=-1)
+        losses = -jnp.mean(jnp.take_along_axis(logp, seqs[..., None], axis=-1)[..., 0], axis=-1)
+        return models.weighted_mean(losses, weights) + models.penalty(model, p, LAMBDAS)
+
+    value, grad = jax.value_and_grad(models._objective(model))(params, data)
+    ref_value, ref_grad = jax.value_and_grad(reference)(params)
+    np.testing.assert_allclose(value, ref_value, rtol=1e-6)
+    for name in ("A", "V", "h"):
+        np.testing.assert_allclose(grad[name], ref_grad[name], rtol=1e-4, atol=1e-6)
+    assert value.dtype == jnp.float64 and grad["A"].dtype == jnp.float64
+
 
 def test_plmdca_couplings_are_symmetric_blocks_of_the_pairs():
     """``J[i, j] = T[p]`` and ``J[j, i] = T[p]^T`` for the pairs ``i < j`` in
