@@ -103,7 +103,7 @@ def _report(start: Array, iteration: Array, value: Array, grad_norm: Array, max_
     if now - float(last) < REPORT_SECONDS:
         return np.float64(last)
     rate = int(iteration) / max(now - float(since), 1e-9)
-    log.info("L-BFGS start %d: iteration %d, objective %.6f, max |gradient| %.1e, %.0f "
+    log.info("L-BFGS start %d: iteration %d, objective %.6f, max |gradient| %.1e, %.3g "
              "iterations/s, at most %.0f s to max_iter", int(start), int(iteration), float(value),
              float(grad_norm), rate, (int(max_iter) - int(iteration)) / max(rate, 1e-9))
     return np.float64(now)
