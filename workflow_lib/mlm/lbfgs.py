@@ -41,7 +41,10 @@ Array = jax.Array
 log = logging.getLogger("workflow_lib.mlm")
 
 MEMORY = 20  # correction pairs kept (default)
-REPORT_EVERY = 100  # iterations between looks at the clock, the only host round trip
+# The clock, the only host round trip, is read at each of the first REPORT_EVERY iterations and
+# every REPORT_EVERY-th after (a slow fit's first line comes after REPORT_SECONDS, not after
+# REPORT_EVERY iterations)
+REPORT_EVERY = 10
 REPORT_SECONDS = 30.0  # at least this long between two progress lines of one start
 RUNNING, CONVERGED, MAX_ITER, NO_DECREASE, NOT_FINITE, FLAT = range(6)
 STOPS = {
@@ -148,7 +151,7 @@ def _solve(objective: Callable, x0s, data, max_iter: Array, grad_tol: Array, fto
                                     lambda: (new_x, new_state))  # fmt: skip
             k = jnp.where(failed, k, k + 1)
             last = jax.lax.cond(
-                (k % REPORT_EVERY == 0) & (status == RUNNING) & ~failed,
+                ((k % REPORT_EVERY == 0) | (k < REPORT_EVERY)) & (status == RUNNING) & ~failed,
                 lambda: io_callback(_report, clock, index, k, new_value, g, max_iter, since, last),
                 lambda: last)  # fmt: skip
             nfev = nfev + new_state[-1].info.num_linesearch_steps
