@@ -159,7 +159,8 @@ def test_a_realisation_in_two_shards_is_refused(sharded, tmp_path):
 
 def test_shards_so_far_merge_into_a_run_of_fewer_realisations(sharded, tmp_path):
     """Shards 0 to k - 1 merge before the rest have run: the tables hold those realisations, the
-    claims count them, and the page says how many of the run's they are."""
+    claims count them, and the page says how many of the run's they are and that its verdicts
+    are interim (a complete run's page does not)."""
     run = tmp_path / "tiny"
     shutil.copytree(sharded / "results" / "tiny", run)
     shutil.rmtree(run / "shards" / "r1")
@@ -168,6 +169,11 @@ def test_shards_so_far_merge_into_a_run_of_fewer_realisations(sharded, tmp_path)
     assert data["realisation"].tolist() == [0]
     source = json.loads((run / "potts_paper-source.json").read_text())
     assert source["shards"] == ["r0"] and source["realisations"] == [1, 2]
+    study = next(s for s in SHARDED if s.name == "potts_paper")
+    page = results_page(run, study, "tiny")
+    assert "(realisations 0-0: 1 of the run's 2)" in page
+    assert "These verdicts are interim: the run has 1 of its 2 realisations" in page
+    assert "interim" not in results_page(sharded / "results" / "tiny", study, "tiny")
 
 
 def test_a_shard_of_some_studies_lands_beside_the_others_of_its_range(sharded, tmp_path):

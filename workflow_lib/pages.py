@@ -230,6 +230,12 @@ def results_page(snapshot_dir: Path, study: Study, preset: str) -> str:
                     f"{', '.join(source['shards'])} (realisations 0-{held - 1}: {held} of the "
                     f"run's {planned}), merged by `python -m workflow_lib docs --preset {preset} "
                     "--merge`")
+    interim = ""
+    if "shards" in source and source["realisations"][0] < source["realisations"][1]:
+        held, planned = source["realisations"]
+        interim = (f" These verdicts are interim: the run has {held} of its {planned} "
+                   "realisations, each merge tests again as shards land, and a p near its "
+                   "threshold may still cross it either way before the run is complete.")
     failed = source.get("failed", {})
     if failed:  # recorded by docs --failed (workflow_lib.shard_snapshots.snapshot_failed)
         produced += ("; started but failed, so without tables and left out of the claims "
@@ -243,7 +249,7 @@ def results_page(snapshot_dir: Path, study: Study, preset: str) -> str:
              f"([{study.name}-claims.csv]({preset}/{study.name}-claims.csv)), which `python -m "
              f"workflow_lib claims docs/results/{preset}` recomputes from the tables beside it "
              f"([tables/{study.name}/]({preset}/tables/{study.name}/)).",
-             "", "## Claims", "", verdict_counts(claims) + ". " + VERDICT_RULE, "",
+             "", "## Claims", "", verdict_counts(claims) + ". " + VERDICT_RULE + interim, "",
              *_section(claims, CLAIM, "The paper's claims"),
              *_section(claims, CHECK, "The protocol's checks"), "## Figures", ""]
     for panel in study.panels:
