@@ -18,6 +18,8 @@ import json
 import os
 import sys
 
+from snakemake.exceptions import WorkflowError
+
 from workflow_lib.code_digest import stage_digest
 from workflow_lib.config import ConfigError, digest, load_config
 from workflow_lib.registry import CLAIMS_STAGE, FIGURE_STAGE, owner, stage_code, studies
@@ -151,6 +153,19 @@ def panel_inputs(study, **extra):
         return table_files(study, panel.tables) | extra.get(wildcards.panel, {})
 
     return files
+
+
+def own_target(study, targets):
+    """The files of a study's own target (``snakemake proteins``: its figures and claims); in a
+    shard, a ``WorkflowError`` that says how to run it: a shard builds its studies' tables and
+    the run's manifest in the default target (the claims and figures need every realisation)."""
+    if CFG["shard"] is not None:
+        raise WorkflowError(
+            f"shard = {json.dumps(CFG['shard'])}: a shard runs the default target, not "
+            f"`{study}` (its claims and figures need every realisation): drop `{study}` and name "
+            f"the study in shard_studies, e.g. --config shard={CFG['shard']} "
+            f"'shard_studies=[\"{study}\"]'")
+    return targets
 
 
 def table_files(study, names):

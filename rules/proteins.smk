@@ -1,7 +1,7 @@
 # Protein families: each alignment prepared once, every model fitted per family and held-out
 # split, tables, claims and figures. Its own target, `snakemake proteins`; in the default target
-# when proteins.enabled. Config slices, threads, resources, captions:
-# workflow_lib/studies/proteins/registry.py.
+# when proteins.enabled, or in a shard that names it in shard_studies. Config slices, threads,
+# resources, captions: workflow_lib/studies/proteins/registry.py.
 
 import re
 
@@ -13,7 +13,8 @@ PROT_DIR = f"{RESULTS}/proteins"
 PROT_FAMILIES = [each["name"] for each in PROT["families"]]
 PROT_MODELS = model_names(PROT)
 PROT_TARGETS = [*figures("proteins"), f"{RESULTS}/{PROTEINS.claims}"]
-TARGETS["proteins"] = PROT_TARGETS if PROT["enabled"] else []
+TARGETS["proteins"] = (PROT_TARGETS if PROT["enabled"] or "proteins" in (CFG["shard_studies"] or [])
+                      else [])
 # each family's alignment and, when given, its distances (as the config gives them: relative to
 # the Snakefile's folder, or absolute)
 PROT_INPUTS = {
@@ -30,9 +31,9 @@ wildcard_constraints:
 
 rule proteins:
     """The protein study's figures and claims, whether or not ``proteins.enabled`` puts them in
-    the default target."""
+    the default target; a shard refuses it (``own_target``)."""
     input:
-        PROT_TARGETS,
+        lambda wildcards: own_target("proteins", PROT_TARGETS),
 
 
 rule protein_data:

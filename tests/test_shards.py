@@ -15,7 +15,16 @@ import pytest
 import yaml
 
 from tests.conftest import ROOT
-from tests.workflow_runs import TINY, TINY_ALL, clone, copy_env, repo_copy, snakemake_in
+from tests.workflow_runs import (
+    TINY,
+    TINY_ALL,
+    clone,
+    copy_env,
+    repo_copy,
+    snakemake,
+    snakemake_in,
+    write_config,
+)
 from workflow_lib.claims import rounded
 from workflow_lib.config import ConfigError, load_config
 from workflow_lib.pages import read_claims, results_page
@@ -293,3 +302,24 @@ def test_a_shard_keeps_each_studys_realisation_ids():
         "potts_paper": [], "attention_hmm": [], "proteins": [1]}
     whole = load_config({**TINY, "realisations": 6})
     assert realisations(whole, SHARDED[0]) == list(range(6))
+
+
+def test_a_shard_of_the_proteins_runs_in_the_default_target(tmp_path):
+    """A shard that names the proteins in ``shard_studies`` plans their tables and the manifest
+    in the default target, whether or not ``proteins.enabled``; the study's own target, whose
+    claims and figures need every realisation, is refused in a shard with one line that says
+    what to run instead (dry runs)."""
+    proteins = {**TINY_ALL["proteins"], "enabled": False}
+    config = write_config(tmp_path, {**TINY_ALL, "proteins": proteins, "shard": "1-1",
+                                     "shard_studies": ["proteins"]})
+    plan = snakemake(tmp_path, config, "--dry-run")
+    assert plan.returncode == 0, (plan.stdout + plan.stderr)[-3000:]
+    jobs = set(re.findall(r"^(?:local)?rule (\w+):$", plan.stdout, re.MULTILINE))
+    assert {"protein_fit", "protein_tables", "manifest"} <= jobs
+    assert not jobs & {"protein_claims", "protein_figure", "sample", "paths_sample"}
+    refused = snakemake(tmp_path, config, "proteins", "--dry-run")
+    assert refused.returncode != 0
+    assert ('shard = "1-1": a shard runs the default target, not `proteins` (its claims and '
+            "figures need every realisation): drop `proteins` and name the study in "
+            "shard_studies, e.g. --config shard=1-1 'shard_studies=[\"proteins\"]'"
+            ) in refused.stdout + refused.stderr
