@@ -61,7 +61,7 @@ class Law:
 # the CSV covers; beyond them they extrapolate, and a job that runs out gets twice as much on its
 # next attempt (``Rule.resources``).
 BASELINE = {
-    "seconds": Law(coef=2.52, l=0.02, m=0.13, h=0.0),
+    "seconds": Law(coef=4.34, l=0.0, m=0.05, h=0.0),
     "mb": Law(coef=575.0, l=0.0, m=0.06, h=0.0),
 }
 COSTS = {
@@ -71,9 +71,9 @@ COSTS = {
         "mb": Law(coef=1880.0, l=1.2, m=0.11, h=0.0),
     },
     "factored": {
-        "unit": Law(coef=0.748, l=1.32, m=0.81, h=0.56),
-        "rest": Law(coef=16.9, l=0.22, m=0.07, h=0.19),
-        "mb": Law(coef=1060.0, l=1.14, m=0.49, h=0.32),
+        "unit": Law(coef=0.317, l=1.56, m=1.01, h=0.46),
+        "rest": Law(coef=23.5, l=0.25, m=0.16, h=0.1),
+        "mb": Law(coef=1460.0, l=0.63, m=0.14, h=0.03),
     },
     "vanilla1": {
         "unit": Law(coef=0.0529, l=0.72, m=0.0, h=0.0),
