@@ -223,19 +223,17 @@ def results_page(snapshot_dir: Path, study: Study, preset: str) -> str:
     source = json.loads((snapshot_dir / f"{study.name}-source.json").read_text())
     configs = "".join(f" {t}" for t in source.get("targets", []))  # before --configfile's list
     configs += "".join(f" --configfile {c}" for c in source.get("configs", []))
-    produced = f"`snakemake --cores all{configs}`"
+    produced, interim = f"`snakemake --cores all{configs}`", ""
     if "shards" in source:  # merged from shards (workflow_lib.shard_snapshots)
         held, planned = source["realisations"]
         produced = (f"`snakemake --cores all{configs} --config shard=FIRST-LAST` in the shards "
                     f"{', '.join(source['shards'])} (realisations 0-{held - 1}: {held} of the "
                     f"run's {planned}), merged by `python -m workflow_lib docs --preset {preset} "
                     "--merge`")
-    interim = ""
-    if "shards" in source and source["realisations"][0] < source["realisations"][1]:
-        held, planned = source["realisations"]
-        interim = (f" These verdicts are interim: the run has {held} of its {planned} "
-                   "realisations, each merge tests again as shards land, and a p near its "
-                   "threshold may still cross it either way before the run is complete.")
+        if held < planned:
+            interim = (f" These verdicts are interim: the run has {held} of its {planned} "
+                       "realisations, each merge tests again as shards land, and a p near its "
+                       "threshold may still cross it either way before the run is complete.")
     failed = source.get("failed", {})
     if failed:  # recorded by docs --failed (workflow_lib.shard_snapshots.snapshot_failed)
         produced += ("; started but failed, so without tables and left out of the claims "

@@ -126,22 +126,21 @@ def site_logits(model: CouplingModel, params: Params, seqs: Array) -> Array:
     Factored couplings are contracted through the values of each head (``H M L (L + Q) Q``
     multiply-adds, in the order ``jnp.einsum``'s path search picks) while ``2 H < Q``, else
     through ``J = sum_h A^h V^h`` in one matrix product (``M L^2 Q^2``, ``coupling_product``),
-    whose single GEMM runs at about twice the per-head contractions' rate on CPUs (at L = 202,
-    M = 500: H = 4 through the heads 0.46 s against 1.56 s per objective and gradient, H = 16
-    1.73 s against 1.30 s); it also keeps no ``(M, L, H, Q)`` intermediate."""
+    whose single GEMM runs at about twice the per-head contractions' rate on CPUs (the factored
+    rows of ``benchmarks/bench_proteins.py``); it also keeps no ``(M, L, H, Q)`` intermediate."""
     if model.kind == "factored":
+        dtype = params["V"].dtype
         A = attention(model, params).astype(jnp.float32)
         V = params["V"].astype(jnp.float32)
         if 2 * model.heads < Q:
             onehot = jax.nn.one_hot(seqs, Q, dtype=jnp.float32)
-            logits = jnp.einsum("hij,hab,mjb->mia", A, V, onehot,
-                                optimize="optimal").astype(params["V"].dtype)
+            logits = jnp.einsum("hij,hab,mjb->mia", A, V, onehot, optimize="optimal")
         else:
-            J = jnp.einsum("hij,hab->ijab", A, V)
-            logits = coupling_product(J, seqs).astype(params["V"].dtype)
+            logits = coupling_product(jnp.einsum("hij,hab->ijab", A, V), seqs)
     else:
-        J = pair_couplings(params["J"].astype(jnp.float32), model.L)
-        logits = coupling_product(J, seqs).astype(params["J"].dtype)
+        dtype = params["J"].dtype
+        logits = coupling_product(pair_couplings(params["J"].astype(jnp.float32), model.L), seqs)
+    logits = logits.astype(dtype)
     return logits + params["h"] if model.fields else logits
 
 
