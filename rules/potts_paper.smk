@@ -3,12 +3,28 @@
 # tables across realisations, figures. Config slices, threads, resources, captions:
 # workflow_lib/studies/potts_paper/registry.py.
 
-from workflow_lib.mlm.architectures import FIG2B, PLM_KINDS, interpolation_runs, wildcard_pattern
+from workflow_lib.mlm.architectures import (
+    FIG2B,
+    PLM_KINDS,
+    interpolation_runs,
+    parse_arch,
+    wildcard_pattern,
+)
 from workflow_lib.registry import chunk_label, chunk_rule, chunks
 
 POTTS = STUDY["potts_paper"]
 ARCHS = CFG["training"]["architectures"] + interpolation_runs(CFG["training"])
 TARGETS["potts_paper"] = [*figures("potts_paper"), f"{RESULTS}/{POTTS.claims}"]
+# Among the jobs ready to run, Snakemake starts those of higher priority first: the run's critical
+# path, the data every model waits for (couplings, samples), then training, its longest jobs first.
+DATA_PRIORITY = 10
+
+
+def training_priority(wildcards):
+    """A transformer's training job before the others, the deeper first (the 3-layer
+    transformer's is the run's longest job); then the attention layers'."""
+    family, _ = parse_arch(wildcards.arch)
+    return 1 + (int(family.removeprefix("vanilla")) if family.startswith("vanilla") else 0)
 
 
 rule couplings:
@@ -20,6 +36,7 @@ rule couplings:
         f"{BENCHMARKS}/potts/r{{r}}/couplings.tsv"
     params:
         **stage_params("couplings"),
+    priority: DATA_PRIORITY
     threads: threads("couplings")
     resources:
         **resources("couplings"),
@@ -40,6 +57,7 @@ rule sample:
         f"{BENCHMARKS}/potts/r{{r}}/samples.tsv"
     params:
         **stage_params("sample"),
+    priority: DATA_PRIORITY
     threads: threads("sample")
     resources:
         **resources("sample"),
@@ -69,6 +87,7 @@ for chunk in chunks(REALISATIONS, CFG["compute"]["realisations_per_job"]):
             arch=wildcard_pattern(),
         params:
             **stage_params("train", realisations=chunk),
+        priority: training_priority
         threads: threads("train")
         resources:
             **resources("train", realisations=chunk),
