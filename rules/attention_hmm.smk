@@ -13,62 +13,30 @@ wildcard_constraints:
     experiment="|".join(PATHS_EXPERIMENTS) or "none",
 
 
-rule paths_features:
-    output:
-        features=f"{RESULTS}/paths/r{{r}}/{{experiment}}/features.h5",
-    log:
-        f"{LOGS}/paths/r{{r}}/{{experiment}}/features.log",
-    benchmark:
-        f"{BENCHMARKS}/paths/r{{r}}/{{experiment}}/features.tsv"
-    params:
-        **stage_params("paths_features"),
-    threads: threads("paths_features")
-    resources:
-        **resources("paths_features"),
-    conda:
-        ENV
-    shell:
-        STAGE
+per_realisation(
+    "paths_features",
+    PATHS_REALISATIONS,
+    output={"features": f"{RESULTS}/paths/r{{r}}/{{experiment}}/features.h5"},
+    log="paths/r{r}/{experiment}/features",
+)
 
 
-rule paths_theory:
-    input:
-        features=rules.paths_features.output.features,
-    output:
-        theory=f"{RESULTS}/paths/r{{r}}/{{experiment}}/theory.h5",
-    log:
-        f"{LOGS}/paths/r{{r}}/{{experiment}}/theory.log",
-    benchmark:
-        f"{BENCHMARKS}/paths/r{{r}}/{{experiment}}/theory.tsv"
-    params:
-        **stage_params("paths_theory"),
-    threads: threads("paths_theory")
-    resources:
-        **resources("paths_theory"),
-    conda:
-        ENV
-    shell:
-        STAGE
+per_realisation(
+    "paths_theory",
+    PATHS_REALISATIONS,
+    input={"features": f"{RESULTS}/paths/r{{r}}/{{experiment}}/features.h5"},
+    output={"theory": f"{RESULTS}/paths/r{{r}}/{{experiment}}/theory.h5"},
+    log="paths/r{r}/{experiment}/theory",
+)
 
 
-rule paths_sample:
-    input:
-        features=rules.paths_features.output.features,
-    output:
-        samples=f"{RESULTS}/paths/r{{r}}/{{experiment}}/samples_N{{N}}.h5",
-    log:
-        f"{LOGS}/paths/r{{r}}/{{experiment}}/samples_N{{N}}.log",
-    benchmark:
-        f"{BENCHMARKS}/paths/r{{r}}/{{experiment}}/samples_N{{N}}.tsv"
-    params:
-        **stage_params("paths_sample"),
-    threads: threads("paths_sample")
-    resources:
-        **resources("paths_sample"),
-    conda:
-        ENV
-    shell:
-        STAGE
+per_realisation(
+    "paths_sample",
+    PATHS_REALISATIONS,
+    input={"features": f"{RESULTS}/paths/r{{r}}/{{experiment}}/features.h5"},
+    output={"samples": f"{RESULTS}/paths/r{{r}}/{{experiment}}/samples_N{{N}}.h5"},
+    log="paths/r{r}/{experiment}/samples_N{N}",
+)
 
 
 # The study's tables, claims table and figures (rules/common.smk)

@@ -10,9 +10,11 @@
 #     shell:
 #         STAGE                       python -m workflow_lib stage {params.stage} ...
 #
-# The rules that end every study are written once, here, and defined by one call in its rules
-# file: study_tables (its tables from its artefacts), study_claims (its claims table from its
-# tables) and study_figure (its panels).
+# A study's stages that run once per realisation are defined by one call each in its rules file,
+# per_realisation (one job per chunk of compute.realisations_per_job realisations, run in turn in
+# one process). The rules that end every study are written once, here, and defined by one call in
+# its rules file: study_tables (its tables from its artefacts), study_claims (its claims table
+# from its tables) and study_figure (its panels).
 import functools
 import json
 import os
@@ -22,7 +24,16 @@ from snakemake.exceptions import WorkflowError
 
 from workflow_lib.code_digest import stage_digest
 from workflow_lib.config import ConfigError, digest, load_config
-from workflow_lib.registry import CLAIMS_STAGE, FIGURE_STAGE, owner, stage_code, studies
+from workflow_lib.registry import (
+    CLAIMS_STAGE,
+    FIGURE_STAGE,
+    chunk_label,
+    chunk_rule,
+    chunks,
+    owner,
+    stage_code,
+    studies,
+)
 from workflow_lib.registry import rules as registered_rules
 from workflow_lib.shards import MANIFEST as MANIFEST_FILE, realisations
 
@@ -57,40 +68,92 @@ os.environ.update(PATH=os.pathsep.join([os.path.dirname(sys.executable),
                                          os.environ.get("PATH", os.defpath)]))
 
 
-def stage_params(name, **fixed):
+def stage_params(name, chunk=None, **fixed):
     """The params of the registered ``name`` (a dict), its wildcards completed by ``fixed`` (the
-    ``realisations`` of a chunk's rule): ``stage`` (the stage it runs), ``job`` (the
-    ``--job`` JSON: input/output paths, config slice, threads), ``code`` (the digest of the
+    ``realisations`` of a training chunk's rule): ``stage`` (the stage it runs), ``job`` (the
+    ``--job`` JSON: input/output paths, config slice, threads; for a ``per_realisation`` rule's
+    ``chunk``, a list of them, one per realisation, its files those named ``<key>_r<r>``),
+    ``code`` (the digest of the
     package files its stage function imports, transitively, and for a figure job those of its
     panel's draw function: a code edit re-runs exactly the jobs whose code reaches it) and ``config`` (the digest of its config slice for the wildcards: a
     config edit re-runs exactly the jobs whose slice it changes)."""
     entry = REGISTRY[name]
 
-    def values(wildcards):
-        return {**dict(wildcards.items()), **fixed}
+    def values(wildcards, r=None):
+        return {**dict(wildcards.items()), **fixed, **({} if r is None else {"r": str(r)})}
+
+    def one(wildcards, input, output, threads, r=None):
+        return {
+            "input": dict(input.items()),
+            "output": dict(output.items()),
+            "params": entry.params(CFG, values(wildcards, r)),
+            "threads": threads,
+            "device": entry.device(CFG),
+        }
 
     def job(wildcards, input, output, threads):
-        return json.dumps(
-            {
-                "input": dict(input.items()),
-                "output": dict(output.items()),
-                "params": entry.params(CFG, values(wildcards)),
-                "threads": threads,
-                "device": entry.device(CFG),
-            },
-            sort_keys=True,
-        )
+        if chunk is None:
+            return json.dumps(one(wildcards, input, output, threads), sort_keys=True)
+        return json.dumps([one(wildcards, of_realisation(input, r), of_realisation(output, r),
+                               threads, r) for r in chunk], sort_keys=True)
 
     # ``config`` reads the wildcards alone, so that Snakemake records it and re-runs the job when
     # it changes (``job`` also reads the input and output paths, and Snakemake leaves such params
     # out of its params trigger)
     def config_slice(wildcards):
-        return digest(entry.params(CFG, values(wildcards)))
+        if chunk is None:
+            return digest(entry.params(CFG, values(wildcards)))
+        return digest([entry.params(CFG, values(wildcards, r)) for r in chunk])
 
     def code(wildcards):
         return "+".join(map(code_digest, stage_code(name, values(wildcards))))
 
     return {"stage": name, "job": job, "code": code, "config": config_slice}
+
+
+def of_realisation(files, r):
+    """The files of realisation ``r`` among a chunk's named files (``<key>_r<r>``), by key."""
+    return {key.removesuffix(f"_r{r}"): path for key, path in files.items()
+            if key.endswith(f"_r{r}")}
+
+
+def per_realisation(name, realisations, output, log, input=None, constraints=None, priority=0):
+    """Rule ``name`` of a study's registry over ``realisations``: one job per chunk of
+    ``compute.realisations_per_job`` of them (rules ``name_r0``, or ``name_r0_2`` for a chunk,
+    ``registry.chunk_rule``), which runs the stage for each realisation in turn in one process
+    (one start and import, each program traced once). ``input`` and ``output``: name -> path,
+    ``{r}`` standing for the realisation (other wildcards as in any rule); ``log``: the path of
+    the log and benchmark (under the logs and benchmarks folders, no extension), ``r{r}``
+    standing for the chunk (``r3``, ``r0-2``); ``constraints``: wildcard constraints;
+    ``priority``: Snakemake's, among the jobs ready to run."""
+    for chunk in chunks(realisations, CFG["compute"]["realisations_per_job"]):
+        files = lambda named: {f"{key}_r{r}": path.replace("{r}", str(r))  # noqa: E731
+                               for key, path in named.items() for r in chunk}
+        label = log.replace("r{r}", chunk_label(chunk))
+
+        rule:
+            name:
+                chunk_rule(name, chunk)
+            input:
+                **files(input or {}),
+            output:
+                **files(output),
+            log:
+                f"{LOGS}/{label}.log",
+            benchmark:
+                f"{BENCHMARKS}/{label}.tsv"
+            wildcard_constraints:
+                **(constraints or {}),
+            priority: priority
+            params:
+                **stage_params(name, chunk=chunk),
+            threads: threads(name)
+            resources:
+                **resources(name, chunk=chunk),
+            conda:
+                ENV
+            shell:
+                STAGE
 
 
 @functools.cache
@@ -104,22 +167,28 @@ def threads(name):
     return THREADS if REGISTRY[name].threaded else 1
 
 
-def resources(name, **fixed):
+def resources(name, chunk=None, **fixed):
     """Runtime (minutes) and memory (MB) of rule ``name`` from its registry entry (its wildcards
-    completed by ``fixed``, as in ``stage_params``), growing with the attempt; with ``compute.gpu``, for the rules that use one, a GPU (``gpu``, and
+    completed by ``fixed``, as in ``stage_params``), growing with the attempt; for a
+    ``per_realisation`` rule's ``chunk``, the sum of its realisations' runtimes and the largest
+    memory; with ``compute.gpu``, for the rules that use one, a GPU (``gpu``, and
     ``compute.gpu_model`` and ``compute.gpu_partition`` when set: the SLURM executor plugin's
     ``gpu_model`` and ``slurm_partition``)."""
     entry = REGISTRY[name]
 
-    def amount(key):
-        return lambda wildcards, attempt: entry.resources(
-            CFG, {**dict(wildcards.items()), **fixed}, attempt)[key]
+    def amount(key, combine):
+        def value(wildcards, attempt):
+            each = [{**dict(wildcards.items()), **fixed, **({} if r is None else {"r": str(r)})}
+                    for r in (chunk or [None])]
+            return combine(entry.resources(CFG, wc, attempt)[key] for wc in each)
+
+        return value
 
     gpu = {}
     if entry.gpu and CFG["compute"]["gpu"]:
         gpu = {"gpu": 1, "gpu_model": CFG["compute"]["gpu_model"],
                "slurm_partition": CFG["compute"]["gpu_partition"]}
-    return {"runtime": amount("runtime"), "mem_mb": amount("mem_mb"),
+    return {"runtime": amount("runtime", sum), "mem_mb": amount("mem_mb", max),
             **{key: value for key, value in gpu.items() if value is not None}}
 
 

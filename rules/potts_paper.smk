@@ -27,49 +27,29 @@ def training_priority(wildcards):
     return 1 + (int(family.removeprefix("vanilla")) if family.startswith("vanilla") else 0)
 
 
-rule couplings:
-    output:
-        couplings=f"{RESULTS}/potts/r{{r}}/couplings.h5",
-    log:
-        f"{LOGS}/potts/r{{r}}/couplings.log",
-    benchmark:
-        f"{BENCHMARKS}/potts/r{{r}}/couplings.tsv"
-    params:
-        **stage_params("couplings"),
-    priority: DATA_PRIORITY
-    threads: threads("couplings")
-    resources:
-        **resources("couplings"),
-    conda:
-        ENV
-    shell:
-        STAGE
+per_realisation(
+    "couplings",
+    REALISATIONS,
+    output={"couplings": f"{RESULTS}/potts/r{{r}}/couplings.h5"},
+    log="potts/r{r}/couplings",
+    priority=DATA_PRIORITY,
+)
 
 
-rule sample:
-    input:
-        couplings=rules.couplings.output.couplings,
-    output:
-        samples=f"{RESULTS}/potts/r{{r}}/samples.h5",
-    log:
-        f"{LOGS}/potts/r{{r}}/samples.log",
-    benchmark:
-        f"{BENCHMARKS}/potts/r{{r}}/samples.tsv"
-    params:
-        **stage_params("sample"),
-    priority: DATA_PRIORITY
-    threads: threads("sample")
-    resources:
-        **resources("sample"),
-    conda:
-        ENV
-    shell:
-        STAGE
+per_realisation(
+    "sample",
+    REALISATIONS,
+    input={"couplings": f"{RESULTS}/potts/r{{r}}/couplings.h5"},
+    output={"samples": f"{RESULTS}/potts/r{{r}}/samples.h5"},
+    log="potts/r{r}/samples",
+    priority=DATA_PRIORITY,
+)
 
 
 # Training: one rule per chunk of realisations (compute.realisations_per_job; a rule's outputs
 # are fixed patterns): train_r0, train_r1, ... or train_r0_9, ..., each job fitting its chunk's
-# realisations of one architecture side by side in one program, one artefact per realisation.
+# realisations of one architecture side by side in one program (not in turn, as per_realisation
+# rules do), one artefact per realisation.
 for chunk in chunks(REALISATIONS, CFG["compute"]["realisations_per_job"]):
 
     rule:
@@ -97,46 +77,23 @@ for chunk in chunks(REALISATIONS, CFG["compute"]["realisations_per_job"]):
             STAGE
 
 
-rule plm:
-    input:
-        samples=rules.sample.output.samples,
-    output:
-        fit=f"{RESULTS}/plm/{{kind}}/r{{r}}.h5",
-    log:
-        f"{LOGS}/plm/{{kind}}/r{{r}}.log",
-    benchmark:
-        f"{BENCHMARKS}/plm/{{kind}}/r{{r}}.tsv"
-    wildcard_constraints:
-        kind="|".join(PLM_KINDS),
-    params:
-        **stage_params("plm"),
-    threads: threads("plm")
-    resources:
-        **resources("plm"),
-    conda:
-        ENV
-    shell:
-        STAGE
+per_realisation(
+    "plm",
+    REALISATIONS,
+    input={"samples": f"{RESULTS}/potts/r{{r}}/samples.h5"},
+    output={"fit": f"{RESULTS}/plm/{{kind}}/r{{r}}.h5"},
+    log="plm/{kind}/r{r}",
+    constraints={"kind": "|".join(PLM_KINDS)},
+)
 
 
-rule sample_complexity:
-    input:
-        samples=rules.sample.output.samples,
-    output:
-        curve=f"{RESULTS}/sample_complexity/r{{r}}.h5",
-    log:
-        f"{LOGS}/sample_complexity/r{{r}}.log",
-    benchmark:
-        f"{BENCHMARKS}/sample_complexity/r{{r}}.tsv"
-    params:
-        **stage_params("sample_complexity"),
-    threads: threads("sample_complexity")
-    resources:
-        **resources("sample_complexity"),
-    conda:
-        ENV
-    shell:
-        STAGE
+per_realisation(
+    "sample_complexity",
+    REALISATIONS,
+    input={"samples": f"{RESULTS}/potts/r{{r}}/samples.h5"},
+    output={"curve": f"{RESULTS}/sample_complexity/r{{r}}.h5"},
+    log="sample_complexity/r{r}",
+)
 
 
 rule replica_theory:

@@ -1,6 +1,7 @@
 """Command line: ``python -m workflow_lib {stage,inspect,check-config,docs,claims,omniglot} ...``.
 
-``stage NAME --job JSON`` runs one workflow stage (what every Snakemake rule calls);
+``stage NAME --job JSON`` runs one workflow stage (what every Snakemake rule calls) on one job,
+or on each of a list of jobs in turn;
 ``inspect FILE...`` prints an artefact's schema, provenance, datasets and key figures;
 ``check-config FILE...`` validates config files (merged in order, as ``--configfile`` does) and
 opens every protein alignment and distance file they name;
@@ -31,10 +32,15 @@ from workflow_lib.registry import Job, stages
 
 
 def _run_stage(name: str, job_json: str) -> None:
-    job = Job(**json.loads(job_json))
-    configure_jax(job.threads, job.device, f"rule {name}")
+    """Stage ``name`` on the job ``job_json`` holds, or on each of the list of jobs it holds (a
+    chunk of realisations, ``rules/common.smk``'s ``per_realisation``), in turn."""
+    given = json.loads(job_json)
+    jobs = [Job(**each) for each in (given if isinstance(given, list) else [given])]
+    configure_jax(jobs[0].threads, jobs[0].device, f"rule {name}")
     module, func = stages()[name].split(":")
-    getattr(importlib.import_module(module), func)(job)
+    stage = getattr(importlib.import_module(module), func)
+    for job in jobs:
+        stage(job)
 
 
 def main(argv: list[str] | None = None) -> int:
