@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import partial
+from functools import cache, partial
 
 import jax
 import jax.numpy as jnp
@@ -216,6 +216,34 @@ def _summaries(
     return jax.jit(jax.vmap(chain))(draws)
 
 
+@cache
+def _nuts_programs(variables: str, heads: tuple[int, ...], N: int, T: float, sigma2: float,
+                   target_accept: float, max_tree_depth: int, warmup: int,
+                   block: int) -> tuple[NUTS, Callable, Callable]:
+    """The NUTS kernel of a posterior and its two compiled programs: ``init(keys, model_args)``
+    (one compiled program: NumPyro's eager initialisation compiles op by op, which is slower;
+    it keeps no traced value) and ``run_block(states, model_args)``, ``block`` kernel steps in one
+    ``lax.scan``. The data are the programs' arguments, so that a process sampling several
+    realisations of one shape traces them once."""
+    posterior = order_parameter_posterior if variables == "order_parameters" else weight_posterior
+    kernel = NUTS(
+        partial(posterior, heads=heads, N=N, T=T, sigma2=sigma2),
+        target_accept_prob=target_accept,
+        max_tree_depth=max_tree_depth,
+    )
+
+    @jax.jit
+    def run_block(states, model_args):
+        def step(state, _):
+            state = kernel.sample(state, model_args, {})
+            return state, (state.z, state.diverging, state.accept_prob, state.num_steps)
+
+        return jax.lax.scan(step, states, None, length=block)
+
+    init = jax.jit(lambda keys, args: kernel.init(keys, warmup, model_args=args))
+    return kernel, init, run_block
+
+
 def run_nuts(
     key: jax.Array,
     phi: jax.Array,
@@ -247,27 +275,12 @@ def run_nuts(
     heads = tuple(heads)
     if variables not in VARIABLES:
         raise ValueError(f"variables = {variables!r}: NUTS samples one of {VARIABLES}")
-    posterior = order_parameter_posterior if variables == "order_parameters" else weight_posterior
-    kernel = NUTS(
-        partial(posterior, heads=heads, N=N, T=T, sigma2=sigma2),
-        target_accept_prob=target_accept,
-        max_tree_depth=max_tree_depth,
-    )
+    block = -(-samples // blocks)
+    kernel, init, run_block = _nuts_programs(variables, heads, N, T, sigma2, target_accept,
+                                             max_tree_depth, warmup, block)
     kernels = None if variables == "weights" else model.path_kernels(phi)
     model_args = (kernels, y) if variables == "order_parameters" else (phi, y, kernels)
-    # one compiled program: NumPyro's eager initialisation compiles op by op, which is slower;
-    # it keeps no traced value
-    states = jax.jit(lambda keys, args: kernel.init(keys, warmup, model_args=args))(
-        jax.random.split(key, chains), model_args)
-    block = -(-samples // blocks)
-
-    @jax.jit
-    def run_block(states, model_args):
-        def step(state, _):
-            state = kernel.sample(state, model_args, {})
-            return state, (state.z, state.diverging, state.accept_prob, state.num_steps)
-
-        return jax.lax.scan(step, states, None, length=block)
+    states = init(jax.random.split(key, chains), model_args)
 
     log.info(
         "NUTS N=%d: %d sampled numbers (%s), %d chains, %d warmup + %d draws",
