@@ -9,15 +9,12 @@ PATHS_REALISATIONS = realisations(CFG, HMM)  # every one, or those of the run's 
 TARGETS["attention_hmm"] = [*figures("attention_hmm"), f"{RESULTS}/{HMM.claims}"]
 
 
-wildcard_constraints:
-    experiment="|".join(PATHS_EXPERIMENTS) or "none",
-
-
 per_realisation(
     "paths_features",
     PATHS_REALISATIONS,
     output={"features": f"{RESULTS}/paths/r{{r}}/{{experiment}}/features.h5"},
-    log="paths/r{r}/{experiment}/features",
+    log="paths/r{r}/features",
+    each={"experiment": PATHS_EXPERIMENTS},
 )
 
 
@@ -26,7 +23,8 @@ per_realisation(
     PATHS_REALISATIONS,
     input={"features": f"{RESULTS}/paths/r{{r}}/{{experiment}}/features.h5"},
     output={"theory": f"{RESULTS}/paths/r{{r}}/{{experiment}}/theory.h5"},
-    log="paths/r{r}/{experiment}/theory",
+    log="paths/r{r}/theory",
+    each={"experiment": PATHS_EXPERIMENTS},
 )
 
 
@@ -35,7 +33,8 @@ per_realisation(
     PATHS_REALISATIONS,
     input={"features": f"{RESULTS}/paths/r{{r}}/{{experiment}}/features.h5"},
     output={"samples": f"{RESULTS}/paths/r{{r}}/{{experiment}}/samples_N{{N}}.h5"},
-    log="paths/r{r}/{experiment}/samples_N{N}",
+    log="paths/r{r}/samples",
+    each={"experiment": PATHS_EXPERIMENTS, "N": PATHS["sample_widths"]},
 )
 
 

@@ -12,10 +12,11 @@
 #
 # A study's stages that run once per realisation are defined by one call each in its rules file,
 # per_realisation (one job per chunk of compute.realisations_per_job realisations, run in turn in
-# one process). The rules that end every study are written once, here, and defined by one call in
+# one process, with the values of any other wildcard of its files). The rules that end every study are written once, here, and defined by one call in
 # its rules file: study_tables (its tables from its artefacts), study_claims (its claims table
 # from its tables) and study_figure (its panels).
 import functools
+import itertools
 import json
 import os
 import sys
@@ -68,42 +69,43 @@ os.environ.update(PATH=os.pathsep.join([os.path.dirname(sys.executable),
                                          os.environ.get("PATH", os.defpath)]))
 
 
-def stage_params(name, chunk=None, **fixed):
+def stage_params(name, parts=None, **fixed):
     """The params of the registered ``name`` (a dict), its wildcards completed by ``fixed`` (the
     ``realisations`` of a training chunk's rule): ``stage`` (the stage it runs), ``job`` (the
-    ``--job`` JSON: input/output paths, config slice, threads; for a ``per_realisation`` rule's
-    ``chunk``, a list of them, one per realisation, its files those named ``<key>_r<r>``),
-    ``code`` (the digest of the
-    package files its stage function imports, transitively, and for a figure job those of its
-    panel's draw function: a code edit re-runs exactly the jobs whose code reaches it) and ``config`` (the digest of its config slice for the wildcards: a
-    config edit re-runs exactly the jobs whose slice it changes)."""
+    ``--job`` JSON: input/output paths, config slice, threads; for a ``per_realisation`` rule,
+    a list of them, one per part of its job, ``parts``: the wildcards each completes, its files
+    those named ``<key>_<i>`` for part ``i``), ``code`` (the digest of the package files its
+    stage function imports, transitively, and for a figure job those of its panel's draw
+    function: a code edit re-runs exactly the jobs whose code reaches it) and ``config`` (the
+    digest of its config slice for the wildcards: a config edit re-runs exactly the jobs whose
+    slice it changes)."""
     entry = REGISTRY[name]
 
-    def values(wildcards, r=None):
-        return {**dict(wildcards.items()), **fixed, **({} if r is None else {"r": str(r)})}
+    def values(wildcards, part=None):
+        return {**dict(wildcards.items()), **fixed, **(part or {})}
 
-    def one(wildcards, input, output, threads, r=None):
+    def one(wildcards, input, output, threads, part=None):
         return {
             "input": dict(input.items()),
             "output": dict(output.items()),
-            "params": entry.params(CFG, values(wildcards, r)),
+            "params": entry.params(CFG, values(wildcards, part)),
             "threads": threads,
             "device": entry.device(CFG),
         }
 
     def job(wildcards, input, output, threads):
-        if chunk is None:
+        if parts is None:
             return json.dumps(one(wildcards, input, output, threads), sort_keys=True)
-        return json.dumps([one(wildcards, of_realisation(input, r), of_realisation(output, r),
-                               threads, r) for r in chunk], sort_keys=True)
+        return json.dumps([one(wildcards, of_part(input, i), of_part(output, i), threads, part)
+                           for i, part in enumerate(parts)], sort_keys=True)
 
     # ``config`` reads the wildcards alone, so that Snakemake records it and re-runs the job when
     # it changes (``job`` also reads the input and output paths, and Snakemake leaves such params
     # out of its params trigger)
     def config_slice(wildcards):
-        if chunk is None:
+        if parts is None:
             return digest(entry.params(CFG, values(wildcards)))
-        return digest([entry.params(CFG, values(wildcards, r)) for r in chunk])
+        return digest([entry.params(CFG, values(wildcards, part)) for part in parts])
 
     def code(wildcards):
         return "+".join(map(code_digest, stage_code(name, values(wildcards))))
@@ -111,24 +113,33 @@ def stage_params(name, chunk=None, **fixed):
     return {"stage": name, "job": job, "code": code, "config": config_slice}
 
 
-def of_realisation(files, r):
-    """The files of realisation ``r`` among a chunk's named files (``<key>_r<r>``), by key."""
-    return {key.removesuffix(f"_r{r}"): path for key, path in files.items()
-            if key.endswith(f"_r{r}")}
+def of_part(files, i):
+    """The files of part ``i`` of a ``per_realisation`` job (named ``<key>_<i>``), by key."""
+    return {key.removesuffix(f"_{i}"): path for key, path in files.items()
+            if key.endswith(f"_{i}")}
 
 
-def per_realisation(name, realisations, output, log, input=None, constraints=None, priority=0):
+def per_realisation(name, realisations, output, log, input=None, each=None, priority=0):
     """Rule ``name`` of a study's registry over ``realisations``: one job per chunk of
     ``compute.realisations_per_job`` of them (rules ``name_r0``, or ``name_r0_2`` for a chunk,
-    ``registry.chunk_rule``), which runs the stage for each realisation in turn in one process
-    (one start and import, each program traced once). ``input`` and ``output``: name -> path,
-    ``{r}`` standing for the realisation (other wildcards as in any rule); ``log``: the path of
-    the log and benchmark (under the logs and benchmarks folders, no extension), ``r{r}``
-    standing for the chunk (``r3``, ``r0-2``); ``constraints``: wildcard constraints;
-    ``priority``: Snakemake's, among the jobs ready to run."""
+    ``registry.chunk_rule``), which runs the stage for each realisation, and each value of the
+    wildcards ``each`` names (wildcard -> values), in turn in one process: one start and import,
+    each program traced once. ``input`` and ``output``: name -> path, ``{r}`` standing for the
+    realisation and ``{w}`` for wildcard ``w`` of ``each``; ``log``: the path of the log and
+    benchmark (under the logs and benchmarks folders, no extension), ``r{r}`` standing for the
+    chunk (``r3``, ``r0-2``); ``priority``: Snakemake's, among the jobs ready to run."""
+    each = each or {}
     for chunk in chunks(realisations, CFG["compute"]["realisations_per_job"]):
-        files = lambda named: {f"{key}_r{r}": path.replace("{r}", str(r))  # noqa: E731
-                               for key, path in named.items() for r in chunk}
+        parts = [{"r": str(r), **{w: str(v) for w, v in zip(each, values, strict=True)}}
+                 for r in chunk for values in itertools.product(*each.values())]
+        if not parts:  # a wildcard of ``each`` without values: nothing to run
+            continue
+
+        def files(named, parts=parts):
+            return {f"{key}_{i}": functools.reduce(
+                        lambda path, w: path.replace(f"{{{w}}}", part[w]), part, path)
+                    for key, path in named.items() for i, part in enumerate(parts)}
+
         label = log.replace("r{r}", chunk_label(chunk))
 
         rule:
@@ -142,14 +153,12 @@ def per_realisation(name, realisations, output, log, input=None, constraints=Non
                 f"{LOGS}/{label}.log",
             benchmark:
                 f"{BENCHMARKS}/{label}.tsv"
-            wildcard_constraints:
-                **(constraints or {}),
             priority: priority
             params:
-                **stage_params(name, chunk=chunk),
+                **stage_params(name, parts=parts),
             threads: threads(name)
             resources:
-                **resources(name, chunk=chunk),
+                **resources(name, parts=parts),
             conda:
                 ENV
             shell:
@@ -167,20 +176,18 @@ def threads(name):
     return THREADS if REGISTRY[name].threaded else 1
 
 
-def resources(name, chunk=None, **fixed):
+def resources(name, parts=None, **fixed):
     """Runtime (minutes) and memory (MB) of rule ``name`` from its registry entry (its wildcards
     completed by ``fixed``, as in ``stage_params``), growing with the attempt; for a
-    ``per_realisation`` rule's ``chunk``, the sum of its realisations' runtimes and the largest
-    memory; with ``compute.gpu``, for the rules that use one, a GPU (``gpu``, and
+    ``per_realisation`` rule, the sum of its ``parts``' runtimes and the largest memory; with ``compute.gpu``, for the rules that use one, a GPU (``gpu``, and
     ``compute.gpu_model`` and ``compute.gpu_partition`` when set: the SLURM executor plugin's
     ``gpu_model`` and ``slurm_partition``)."""
     entry = REGISTRY[name]
 
     def amount(key, combine):
         def value(wildcards, attempt):
-            each = [{**dict(wildcards.items()), **fixed, **({} if r is None else {"r": str(r)})}
-                    for r in (chunk or [None])]
-            return combine(entry.resources(CFG, wc, attempt)[key] for wc in each)
+            return combine(entry.resources(CFG, {**dict(wildcards.items()), **fixed, **part},
+                                           attempt)[key] for part in parts or [{}])
 
         return value
 

@@ -5,7 +5,6 @@
 
 from workflow_lib.mlm.architectures import (
     FIG2B,
-    PLM_KINDS,
     interpolation_runs,
     parse_arch,
     wildcard_pattern,
@@ -82,8 +81,8 @@ per_realisation(
     REALISATIONS,
     input={"samples": f"{RESULTS}/potts/r{{r}}/samples.h5"},
     output={"fit": f"{RESULTS}/plm/{{kind}}/r{{r}}.h5"},
-    log="plm/{kind}/r{r}",
-    constraints={"kind": "|".join(PLM_KINDS)},
+    log="plm/r{r}",
+    each={"kind": CFG["plm"]["kinds"]},
 )
 
 
