@@ -6,7 +6,7 @@
 from workflow_lib.mlm.architectures import (
     FIG2B,
     interpolation_runs,
-    parse_arch,
+    transformer_layers,
     wildcard_pattern,
 )
 from workflow_lib.registry import chunk_label, chunk_rule, chunks
@@ -15,15 +15,9 @@ POTTS = STUDY["potts_paper"]
 ARCHS = CFG["training"]["architectures"] + interpolation_runs(CFG["training"])
 TARGETS["potts_paper"] = [*figures("potts_paper"), f"{RESULTS}/{POTTS.claims}"]
 # Among the jobs ready to run, Snakemake starts those of higher priority first: the run's critical
-# path, the data every model waits for (couplings, samples), then training, its longest jobs first.
+# path, the data every model waits for (couplings, samples), then training, its longest jobs
+# first (the transformers', the deeper first: the 3-layer transformer's is the longest job).
 DATA_PRIORITY = 10
-
-
-def training_priority(wildcards):
-    """A transformer's training job before the others, the deeper first (the 3-layer
-    transformer's is the run's longest job); then the attention layers'."""
-    family, _ = parse_arch(wildcards.arch)
-    return 1 + (int(family.removeprefix("vanilla")) if family.startswith("vanilla") else 0)
 
 
 per_realisation(
@@ -66,7 +60,7 @@ for chunk in chunks(REALISATIONS, CFG["compute"]["realisations_per_job"]):
             arch=wildcard_pattern(),
         params:
             **stage_params("train", realisations=chunk),
-        priority: training_priority
+        priority: lambda wildcards: 1 + transformer_layers(wildcards.arch)
         threads: threads("train")
         resources:
             **resources("train", realisations=chunk),

@@ -28,7 +28,7 @@ from tests.workflow_runs import (
 from workflow_lib.claims import rounded
 from workflow_lib.config import ConfigError, load_config
 from workflow_lib.pages import read_claims, results_page
-from workflow_lib.registry import studies
+from workflow_lib.registry import registered, studies
 from workflow_lib.shard_snapshots import merge_shards
 from workflow_lib.shards import ShardError, realisations, snapshot_name
 
@@ -314,7 +314,8 @@ def test_a_shard_of_the_proteins_runs_in_the_default_target(tmp_path):
                                      "shard_studies": ["proteins"]})
     plan = snakemake(tmp_path, config, "--dry-run")
     assert plan.returncode == 0, (plan.stdout + plan.stderr)[-3000:]
-    jobs = set(re.findall(r"^(?:local)?rule (\w+):$", plan.stdout, re.MULTILINE))
+    jobs = {registered(name)
+            for name in re.findall(r"^(?:local)?rule (\w+):$", plan.stdout, re.MULTILINE)}
     assert {"protein_fit", "protein_tables", "manifest"} <= jobs
     assert not jobs & {"protein_claims", "protein_figure", "sample", "paths_sample"}
     refused = snakemake(tmp_path, config, "proteins", "--dry-run")

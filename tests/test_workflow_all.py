@@ -4,6 +4,7 @@ The run is the session's shared ``tiny_run`` (``tests/conftest.py``), which the 
 fault tests read too.
 """
 
+import h5py
 import numpy as np
 import pandas as pd
 import pytest
@@ -45,19 +46,52 @@ def test_default_target_builds_every_figure(tiny_run):
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
 
 
-def test_chunked_training_jobs_give_the_same_models(tiny_run, tmp_path):
-    """With ``compute.realisations_per_job: 2`` one job per architecture (rule ``train_r0_1``)
-    fits both realisations side by side and writes the same per-realisation artefacts as the
-    one-realisation jobs of the session's run, within ``BATCHED_RTOL`` (float32 rounding)."""
+# Attributes that record when, where or how fast an artefact was made, not its numbers
+TIMING = ("created", "git_commit", "steps_per_second")
+
+
+def same_numbers(path_a, path_b) -> None:
+    """Every dataset of two HDF5 artefacts equal to the last bit, and every attribute but the
+    timings (``TIMING``, ``*_seconds``)."""
+    with h5py.File(path_a) as a, h5py.File(path_b) as b:
+        items = {}
+        for name, f in (("a", a), ("b", b)):
+            found = {f"@{k}": v for k, v in f.attrs.items()}
+            f.visititems(lambda key, obj, found=found: found.update(
+                {key: obj[()]} if isinstance(obj, h5py.Dataset) else
+                {f"{key}@{k}": v for k, v in obj.attrs.items()}))
+            items[name] = {k: v for k, v in found.items()
+                           if not k.endswith(TIMING) and not k.endswith("seconds")}
+        assert items["a"].keys() == items["b"].keys(), path_a
+        for key, value in items["a"].items():
+            assert np.array_equal(np.asarray(value), np.asarray(items["b"][key]),
+                                  equal_nan=np.asarray(value).dtype.kind == "f"), (path_a, key)
+
+
+def test_chunked_jobs_give_the_same_artefacts(tiny_run, tmp_path):
+    """With ``compute.realisations_per_job: 2`` one job per stage runs both realisations
+    (rules ``couplings_r0_1``, ``sample_r0_1``, ``plm_r0_1``, ``sample_complexity_r0_1``: in
+    turn, in one process; ``plm_r0_1`` each fit kind too) and writes each realisation's
+    artefacts to the last bit as the one-realisation jobs of the session's run; one training job
+    per architecture (``train_r0_1``) fits both side by side, the same within ``BATCHED_RTOL``
+    (float32 rounding)."""
     wd = clone(tiny_run, tmp_path / "chunked")
     cfg = yaml.safe_load((wd / "tiny.yaml").read_text())
     (wd / "tiny.yaml").write_text(yaml.safe_dump(
         {**cfg, "compute": {**cfg["compute"], "realisations_per_job": 2}}))
     archs = ("factored", "vanilla1", "interp-a1")
     models = [f"results/train/{a}/r{r}.h5" for a in archs for r in (0, 1)]
-    run = snakemake_in(wd, *models, "--forcerun", "train_r0_1")
+    exact = [f"results/{path}" for r in (0, 1) for path in (
+        f"potts/r{r}/couplings.h5", f"potts/r{r}/samples.h5", f"sample_complexity/r{r}.h5",
+        *(f"plm/{kind}/r{r}.h5" for kind in cfg["plm"]["kinds"]))]
+    run = snakemake_in(wd, *models, *exact)
     assert run.returncode == 0, (run.stdout + run.stderr)[-5000:]
-    assert (run.stdout + run.stderr).count("rule train_r0_1:") == len(archs)
+    out = run.stdout + run.stderr
+    assert out.count("rule train_r0_1:") == len(archs)
+    for rule in ("couplings", "sample", "plm", "sample_complexity"):
+        assert out.count(f"rule {rule}_r0_1:") == 1, rule
+    for path in exact:
+        same_numbers(tiny_run / path, wd / path)
     for path in models:
         alone, together = (read_artefact(root / path, MLM_TRAIN) for root in (tiny_run, wd))
         assert (alone.attrs["realisations_per_program"],

@@ -14,6 +14,12 @@ INTERPOLATED = "interp-a"  # + the mixing a, e.g. interp-a0.2
 FIG2B = ("vanilla1", "vanilla3", "factored")  # Fig. 2b: J, then these maps left to right
 
 
+def transformer_layers(name: str) -> int:
+    """The layers of a vanilla transformer's run (``'vanilla3'`` -> 3); 0 for the attention
+    layers (factored, interpolated)."""
+    return int(name.removeprefix("vanilla")) if name.startswith("vanilla") else 0
+
+
 def interpolated(a: float) -> str:
     """``0.2`` -> ``'interp-a0.2'``: the run name of the interpolated layer at mixing ``a``."""
     return f"{INTERPOLATED}{a:g}"

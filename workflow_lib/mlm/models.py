@@ -50,7 +50,7 @@ import numpy as np
 from jax import lax
 
 from workflow_lib.config import schema_default
-from workflow_lib.mlm.architectures import ARCHITECTURES
+from workflow_lib.mlm.architectures import ARCHITECTURES, transformer_layers
 
 Array = jax.Array
 Params = dict[str, Any]
@@ -89,7 +89,7 @@ def arch_spec(arch: str, cfg: dict, L: int, C: int) -> ArchSpec:
         mask = cfg.get("mask_token", ArchSpec.mask_token)
         if mask not in ("channel", "zero"):
             raise ValueError(f"unknown mask_token {mask!r}; allowed: 'channel', 'zero'")
-        n_layers = int(arch[len("vanilla") :])
+        n_layers = transformer_layers(arch)
         dim = int(cfg.get("model_dim", ArchSpec.model_dim))
         return ArchSpec("transformer", L, C, n_layers=n_layers, model_dim=dim, mask_token=mask)
     raise ValueError(f"unknown architecture {arch!r}; allowed: {ARCHS}")
