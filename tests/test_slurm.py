@@ -33,10 +33,11 @@ GPU_MODEL = "tesla"
 
 
 def tiny_config(threads: int = 1, gpu: bool = False, gpu_partition: str = "gpu") -> dict:
-    """Seconds-long sampling: L=5, C=3, fixed beta (no tuning), 300 saved configurations, on top
-    of the shared tiny preset (``tests/workflow_runs.py``) so later config checks stay met. With
-    ``gpu``, the GPU jobs ask for a ``GPU_MODEL`` in ``gpu_partition``."""
-    compute = {"threads": threads, "gpu": gpu}
+    """Seconds-long sampling: L=5, C=3, fixed beta (no tuning), 300 saved configurations, one
+    job per realisation (as the paper presets), on top of the shared tiny preset
+    (``tests/workflow_runs.py``) so later config checks stay met. With ``gpu``, the GPU jobs ask
+    for a ``GPU_MODEL`` in ``gpu_partition``."""
+    compute = {"threads": threads, "gpu": gpu, "realisations_per_job": 1}
     if gpu:
         compute |= {"gpu_model": GPU_MODEL, "gpu_partition": gpu_partition}
     return merge(TINY, {
