@@ -120,6 +120,17 @@ def chunk_of(rule: str) -> list[int]:
     return list(range(int(first), int(last or first) + 1))
 
 
+def per_realisation_parts(name: str, cfg: dict) -> list[dict[str, str]]:
+    """The wildcards, besides the realisation, of each part of a job of the per-realisation
+    rule ``name`` (``rules/*.smk``: ``per_realisation(..., each=...)``)."""
+    experiments, widths = cfg["paths"]["experiments"], cfg["paths"]["sample_widths"]
+    return {"plm": [{"kind": kind} for kind in cfg["plm"]["kinds"]],
+            "paths_features": [{"experiment": e} for e in experiments],
+            "paths_theory": [{"experiment": e} for e in experiments],
+            "paths_sample": [{"experiment": e, "N": str(n)} for e in experiments for n in widths],
+            }.get(name, [{}])
+
+
 # --- profile and per-rule resources: no cluster needed ---------------------------------------
 
 
@@ -171,9 +182,15 @@ def test_dry_run_resources(tmp_path, gpu):
     assert {registered(rule) for rule, _ in jobs} == set(registry), sorted(r for r, _ in jobs)
     for rule, job in jobs:
         entry, res = registry[registered(rule)], job["resources"]
-        wildcards = job["wildcards"] | ({"realisations": chunk_of(rule)} if rule != entry.name
-                                        else {})
-        want = entry.resources(full, wildcards, attempt=1)
+        if rule == entry.name:  # one rule, its job's wildcards
+            want = entry.resources(full, job["wildcards"], attempt=1)
+        elif entry.name == "train":  # a training chunk, side by side in one program
+            want = entry.resources(full, job["wildcards"] | {"realisations": chunk_of(rule)}, 1)
+        else:  # a per_realisation job: its parts' runtimes summed, their largest memory
+            parts = [entry.resources(full, {"r": str(r), **part}, attempt=1)
+                     for r in chunk_of(rule) for part in per_realisation_parts(entry.name, full)]
+            want = {"runtime": sum(p["runtime"] for p in parts),
+                    "mem_mb": max(p["mem_mb"] for p in parts)}
         assert res.get("runtime") == str(want["runtime"]), (rule, res, want)
         assert res.get("mem_mb") == str(want["mem_mb"]), (rule, res, want)
         assert job["threads"] == (3 if entry.threaded else 1), (rule, job)
