@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -313,6 +314,23 @@ def test_the_three_samplers_agree():
     Us = [r.order_parameters[0].mean(axis=(0, 1)) for r in runs]
     for U in Us[1:]:
         assert np.linalg.norm(U - Us[0]) / np.linalg.norm(Us[0]) < 0.2
+
+
+def test_nuts_programs_are_kept_per_signature_and_give_the_numbers_of_a_first_call():
+    """One process sampling one posterior with other chain counts and data sizes, then again as
+    first: every call runs (a kernel is initialised once per signature of keys and data) and
+    the repeated call draws the same numbers to the last bit (its kept programs)."""
+    task = tasks.MarkovTask(tokens=8, features=16)
+    (phi, y), (phi_more, y_more) = (_four_paths_data(task, (P,)) for P in (40, 60))
+    run = partial(sampling.run_nuts, heads=(2, 2), N=10, T=T_RIDGE, warmup=20, samples=20,
+                  blocks=2)
+    first = run(jax.random.key(3), phi, y, chains=1)
+    run(jax.random.key(3), phi, y, chains=2)
+    run(jax.random.key(3), phi_more, y_more, chains=1)
+    again = run(jax.random.key(3), phi, y, chains=1)
+    for a, b in zip(first.order_parameters, again.order_parameters, strict=True):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(first.accept, again.accept)
 
 
 # --- stages --------------------------------------------------------------------------------

@@ -218,13 +218,14 @@ def _summaries(
 
 @cache
 def _nuts_programs(variables: str, heads: tuple[int, ...], N: int, T: float, sigma2: float,
-                   target_accept: float, max_tree_depth: int, warmup: int,
-                   block: int) -> tuple[NUTS, Callable, Callable]:
-    """The NUTS kernel of a posterior and its two compiled programs: ``init(keys, model_args)``
-    (one compiled program: NumPyro's eager initialisation compiles op by op, which is slower;
-    it keeps no traced value) and ``run_block(states, model_args)``, ``block`` kernel steps in one
-    ``lax.scan``. The data are the programs' arguments, so that a process sampling several
-    realisations of one shape traces them once."""
+                   target_accept: float, max_tree_depth: int, warmup: int, block: int,
+                   signature: tuple) -> tuple[NUTS, Callable, Callable]:
+    """The NUTS kernel of a posterior and its two programs for the chains' keys and data of
+    ``signature`` (``_signature``): ``init(keys, model_args)``, compiled ahead of time for
+    exactly that signature (NumPyro's ``init`` wraps the kernel's step in a ``vmap`` over the
+    chains each time it is traced, so it is traced once per kernel), and ``run_block(states,
+    model_args)``, ``block`` kernel steps in one ``lax.scan``. The data are the programs'
+    arguments, so that a process sampling several realisations of one shape traces them once."""
     posterior = order_parameter_posterior if variables == "order_parameters" else weight_posterior
     kernel = NUTS(
         partial(posterior, heads=heads, N=N, T=T, sigma2=sigma2),
@@ -240,8 +241,15 @@ def _nuts_programs(variables: str, heads: tuple[int, ...], N: int, T: float, sig
 
         return jax.lax.scan(step, states, None, length=block)
 
+    leaves, tree = signature
     init = jax.jit(lambda keys, args: kernel.init(keys, warmup, model_args=args))
-    return kernel, init, run_block
+    return kernel, init.lower(*jax.tree.unflatten(tree, leaves)).compile(), run_block
+
+
+def _signature(tree: object) -> tuple:
+    """The shapes and dtypes of ``tree``'s arrays and its structure: a hashable key."""
+    leaves, structure = jax.tree.flatten(tree)
+    return tuple(jax.ShapeDtypeStruct(x.shape, x.dtype) for x in leaves), structure
 
 
 def run_nuts(
@@ -276,11 +284,13 @@ def run_nuts(
     if variables not in VARIABLES:
         raise ValueError(f"variables = {variables!r}: NUTS samples one of {VARIABLES}")
     block = -(-samples // blocks)
-    kernel, init, run_block = _nuts_programs(variables, heads, N, T, sigma2, target_accept,
-                                             max_tree_depth, warmup, block)
     kernels = None if variables == "weights" else model.path_kernels(phi)
     model_args = (kernels, y) if variables == "order_parameters" else (phi, y, kernels)
-    states = init(jax.random.split(key, chains), model_args)
+    keys = jax.random.split(key, chains)
+    kernel, init, run_block = _nuts_programs(variables, heads, N, T, sigma2, target_accept,
+                                             max_tree_depth, warmup, block,
+                                             _signature((keys, model_args)))
+    states = init(keys, model_args)
 
     log.info(
         "NUTS N=%d: %d sampled numbers (%s), %d chains, %d warmup + %d draws",
