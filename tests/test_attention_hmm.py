@@ -324,10 +324,10 @@ def test_nuts_programs_are_kept_per_signature_and_give_the_numbers_of_a_first_ca
     (phi, y), (phi_more, y_more) = (_four_paths_data(task, (P,)) for P in (40, 60))
     run = partial(sampling.run_nuts, heads=(2, 2), N=10, T=T_RIDGE, warmup=20, samples=20,
                   blocks=2)
-    first = run(jax.random.key(3), phi, y, chains=1)
-    run(jax.random.key(3), phi, y, chains=2)
-    run(jax.random.key(3), phi_more, y_more, chains=1)
-    again = run(jax.random.key(3), phi, y, chains=1)
+    first = run(jax.random.key(3), phi, y, chains=2)
+    run(jax.random.key(3), phi, y, chains=3)
+    run(jax.random.key(3), phi_more, y_more, chains=2)
+    again = run(jax.random.key(3), phi, y, chains=2)
     for a, b in zip(first.order_parameters, again.order_parameters, strict=True):
         np.testing.assert_array_equal(a, b)
     np.testing.assert_array_equal(first.accept, again.accept)
