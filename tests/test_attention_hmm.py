@@ -316,6 +316,7 @@ def test_the_three_samplers_agree():
         assert np.linalg.norm(U - Us[0]) / np.linalg.norm(Us[0]) < 0.2
 
 
+@pytest.mark.slow
 def test_nuts_programs_are_kept_per_signature_and_give_the_numbers_of_a_first_call():
     """One process sampling one posterior with other chain counts and data sizes, then again as
     first: every call runs (a kernel is initialised once per signature of keys and data) and
