@@ -12,9 +12,10 @@
 #
 # A study's stages that run once per realisation are defined by one call each in its rules file,
 # per_realisation (one job per chunk of compute.realisations_per_job realisations, run in turn in
-# one process, with the values of any other wildcard of its files). The rules that end every study are written once, here, and defined by one call in
-# its rules file: study_tables (its tables from its artefacts), study_claims (its claims table
-# from its tables) and study_figure (its panels).
+# one process, with the values of any other wildcard of its files). The rules that end every
+# study are written once, here, and defined by one call in its rules file: study_tables (its
+# tables from its artefacts), study_claims (its claims table from its tables) and study_figure
+# (its panels).
 import functools
 import itertools
 import json
@@ -125,7 +126,7 @@ def per_realisation(name, realisations, output, log, input=None, each=None, prio
     ``registry.chunk_rule``), which runs the stage for each realisation, and each value of the
     wildcards ``each`` names (wildcard -> values), in turn in one process: one start and import,
     each program traced once. ``input`` and ``output``: name -> path, ``{r}`` standing for the
-    realisation and ``{w}`` for wildcard ``w`` of ``each``; ``log``: the path of the log and
+    realisation and ``{w}`` for wildcard ``w`` of ``each`` (no other wildcard); ``log``: the path of the log and
     benchmark (under the logs and benchmarks folders, no extension), ``r{r}`` standing for the
     chunk (``r3``, ``r0-2``); ``priority``: Snakemake's, among the jobs ready to run."""
     each = each or {}
@@ -136,8 +137,7 @@ def per_realisation(name, realisations, output, log, input=None, each=None, prio
             continue
 
         def files(named, parts=parts):
-            return {f"{key}_{i}": functools.reduce(
-                        lambda path, w: path.replace(f"{{{w}}}", part[w]), part, path)
+            return {f"{key}_{i}": path.format(**part)
                     for key, path in named.items() for i, part in enumerate(parts)}
 
         label = log.replace("r{r}", chunk_label(chunk))
@@ -179,9 +179,10 @@ def threads(name):
 def resources(name, parts=None, **fixed):
     """Runtime (minutes) and memory (MB) of rule ``name`` from its registry entry (its wildcards
     completed by ``fixed``, as in ``stage_params``), growing with the attempt; for a
-    ``per_realisation`` rule, the sum of its ``parts``' runtimes and the largest memory; with ``compute.gpu``, for the rules that use one, a GPU (``gpu``, and
-    ``compute.gpu_model`` and ``compute.gpu_partition`` when set: the SLURM executor plugin's
-    ``gpu_model`` and ``slurm_partition``)."""
+    ``per_realisation`` rule, the sum of its ``parts``' runtimes and the largest memory; with
+    ``compute.gpu``, for the rules that use one, a GPU (``gpu``, and ``compute.gpu_model`` and
+    ``compute.gpu_partition`` when set: the SLURM executor plugin's ``gpu_model`` and
+    ``slurm_partition``)."""
     entry = REGISTRY[name]
 
     def amount(key, combine):
