@@ -1,5 +1,5 @@
-"""The full-batch L-BFGS (``workflow_lib.mlm.lbfgs.minimize``, every start in one compiled
-program) against scipy's L-BFGS-B driving the same jitted value and gradient, on the
+"""The full-batch L-BFGS (``workflow_lib.mlm.lbfgs.minimize``, the starts in turn in compiled
+calls of its iteration) against scipy's L-BFGS-B driving the same jitted value and gradient, on the
 sample-complexity sweep's fits of the identity reading.
 
 Run: ``python benchmarks/bench_lbfgs.py [--threads T] [--M 56 320] [--starts 8] [--csv PATH]``.

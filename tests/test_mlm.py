@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -209,20 +210,56 @@ def test_shuffle_is_a_permutation():
 
 @pytest.mark.parametrize("arch", ["factored", "vanilla1"])
 def test_training_loop_is_float32(arch):
-    """float64 (optimal loss, final c* fit) stays outside the training scan."""
+    """float64 (optimal loss, final c* fit) stays outside the training epochs."""
     spec = models.arch_spec(arch, {"model_dim": 8}, L, C)
     plan = Plan(epochs=2, steps=2, all_sites=False, batch=10, restarts=2, l2=0.0,
                 eval_every=1, log_every=1)  # fmt: skip
     seqs = np.zeros((1, 20, L), np.int32)  # one problem
-    heldout = np.ones((1, 20), bool)
-    args = (jax.random.key(0)[None], seqs, seqs, heldout, np.zeros((1, L, L)),
-            np.zeros((1, C, C)), np.full(1, BETA))  # fmt: skip
+    J = np.zeros((1, L, L))
     opt = train.make_optimizer("adam", 0.1, 4)
-    progress = Progress(logging.getLogger("test"))
-    (run,) = jax.make_jaxpr(loop.run, static_argnums=(0, 1, 2, 3))(spec, opt, plan, progress,
-                                                                     *args).eqns
-    scans = [eqn for eqn in run.params["jaxpr"].eqns if eqn.primitive.name == "scan"]
-    assert scans and "f64" not in "".join(map(str, scans)) and "f64" in str(run)
+    begin = partial(loop._begin, spec, opt, plan)
+    start = (jax.random.key(0)[None], seqs, J, np.zeros((1, C, C)), np.full(1, BETA))
+    _, carry, keys = jax.eval_shape(begin, *start)
+    epochs = jax.make_jaxpr(partial(loop._epochs, spec, opt, plan, 2))(
+        carry, np.int32(0), keys, seqs, seqs, np.ones((1, 20), np.float32), J.astype(np.float32))
+    finish = jax.make_jaxpr(partial(loop._finish, spec))(carry[0][0], carry[1], seqs, J)
+    assert "f64" not in str(epochs) and "scan" in str(epochs)
+    assert "f64" in str(jax.make_jaxpr(begin)(*start)) and "f64" in str(finish)
+
+
+def test_epochs_run_in_calls_of_log_every_the_remainder_last():
+    """A run's epochs go in compiled calls of ``log_every`` epochs (a progress line after each),
+    the remainder last."""
+    plan = Plan(epochs=23, steps=2, all_sites=False, batch=10, restarts=1, l2=0.0,
+                eval_every=2, log_every=6)  # fmt: skip
+    assert loop.chunks(plan) == [6, 6, 6, 5]
+    assert loop.chunks(plan._replace(epochs=12)) == [6, 6]
+
+
+def _bowl(x: jax.Array, data: jax.Array) -> jax.Array:
+    return jnp.sum((data @ x - 1.0) ** 2)
+
+
+def test_compiled_programs_hold_no_host_callback():
+    """JAX's persistent compilation cache cannot keep a program that calls back into Python (the
+    callback's address is part of the program): the training epochs and the L-BFGS iterations
+    call none, so a job finds them compiled by an earlier one (progress lines come from the
+    host between calls)."""
+    spec = models.arch_spec("vanilla1", {"model_dim": 8}, L, C)
+    plan = Plan(epochs=4, steps=2, all_sites=False, batch=10, restarts=2, l2=0.0,
+                eval_every=1, log_every=2)  # fmt: skip
+    seqs, J = np.zeros((1, 20, L), np.int32), np.zeros((1, L, L))
+    opt = train.make_optimizer("adam", 0.1, 8)
+    _, carry, keys = jax.eval_shape(partial(loop._begin, spec, opt, plan), jax.random.key(0)[None],
+                                    seqs, J, np.zeros((1, C, C)), np.full(1, BETA))
+    epochs = jax.jit(partial(loop._epochs, spec, opt, plan, 2)).lower(
+        carry, np.int32(0), keys, seqs, seqs, np.ones((1, 20), np.float32), J.astype(np.float32))
+    x0, data = jnp.zeros(3), jnp.eye(3)
+    start = lbfgs._start(_bowl, x0, data, 10, 1e-8, 5)
+    iterations = lbfgs._advance.lower(_bowl, start, data, 5, 10, 1e-8, 0.0,
+                                      1, np.inf, 5)
+    for program in (epochs, iterations):
+        assert "callback" not in program.as_text()
 
 
 @pytest.mark.slow
@@ -473,9 +510,9 @@ def test_plm_convergence_is_the_gradient_criterion(potts):
     assert not cut.metrics["converged"] and cut.metrics["grad_norm"] > cut.metrics["grad_tol"]
     assert cut.metrics["stop_reason"] == lbfgs.STOPS[lbfgs.MAX_ITER]
     # another penalty and iteration budget on data of the same shape: the same program
-    programs = lbfgs._solve._cache_size()
+    programs = lbfgs._advance._cache_size()
     fit = plm.fit_plm("full", {"l2": 1e-3}, train_seqs, test_seqs, J, U, BETA, key)
-    assert lbfgs._solve._cache_size() == programs
+    assert lbfgs._advance._cache_size() == programs
     assert fit.metrics["converged"] and fit.metrics["grad_norm"] <= fit.metrics["grad_tol"]
     assert fit.metrics["objective"] < cut.metrics["objective"]
 

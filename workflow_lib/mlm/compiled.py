@@ -6,9 +6,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Hashable
 
-import jax
 import jax.numpy as jnp
 
+from workflow_lib.mlm.loop import Run
 from workflow_lib.mlm.progress import Progress
 
 
@@ -17,17 +17,16 @@ class CompiledRuns:
     configuration the caller names plus the shape and dtype of every argument, so repeated runs
     with equal shapes (seeds, realisations) compile once.
 
-    A program's progress callback is fixed when it compiles, so the reporter belongs to the
-    cache: programs compiled here log through ``progress`` (``Progress.start`` before each run).
+    The reporter belongs to the cache: runs compiled here log through ``progress``.
     """
 
     def __init__(self, progress: Progress | None = None, size: int = 8) -> None:
         self.progress = progress or Progress(logging.getLogger("workflow_lib.mlm"))
         self.size = size
-        self._programs: dict[Hashable, jax.stages.Compiled] = {}
+        self._programs: dict[Hashable, Run] = {}
 
     def get(self, static: Hashable, args: tuple,
-            compile: Callable[[], jax.stages.Compiled]) -> jax.stages.Compiled:  # fmt: skip
+            compile: Callable[[], Run]) -> Run:  # fmt: skip
         """The program for ``static`` and the shapes of ``args``, from ``compile()`` on a miss
         (the oldest program is dropped when ``size`` are held)."""
         signature = (static, *((jnp.shape(x), jnp.result_type(x)) for x in args))

@@ -1,13 +1,15 @@
-"""The training loop of masked-language-model training as one ``jit``-compiled device program
-(``run``): initialisation, a ``lax.scan`` over epochs (each a ``lax.scan`` over mini-batch
-steps) for ``R`` restarts of each of ``K`` problems (realisations) side by side, the evaluation
-inside, the optimal loss and the final ``c*`` fits. Progress goes to the host through
-``jax.debug.callback``.
+"""The training loop of masked-language-model training as compiled device programs (``Run``):
+initialisation with the optimal loss, then ``lax.scan`` over epochs (each a ``lax.scan`` over
+mini-batch steps) for ``R`` restarts of each of ``K`` problems (realisations) side by side, the
+evaluation inside, in chunks of the epochs between two progress lines, and the final ``c*`` fits.
+The host writes the progress lines between the chunks: the programs hold no host callback, which
+JAX's persistent compilation cache cannot keep (a callback's address is part of the program), so
+a job finds them compiled by an earlier one.
 
 Initialisation, training and metrics are traced with 32-bit defaults (``jax.enable_x64(False)``);
-the optimal loss and ``c*`` run in float64. The program keeps few random draws (each call site
-compiles to its own loop) and draws them with Philox (``PRNG_IMPL``, the caller's key data
-reinterpreted), which compiles faster than the default; on CPU it compiles with
+the optimal loss and ``c*`` run in float64. The programs keep few random draws (each call site
+compiles to its own loop) and draw them with Philox (``PRNG_IMPL``, the caller's key data
+reinterpreted), which compiles faster than the default; on CPU they compile with
 ``CPU_COMPILER_OPTIONS`` (compile times: ``benchmarks/bench_train.py``, ``docs/performance.md``).
 """
 
@@ -18,6 +20,7 @@ from functools import partial
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 from jax import lax
 
@@ -34,13 +37,13 @@ Array = jax.Array
 
 HISTORY_KEYS = ("train_loss", *EVAL_KEYS)
 PRNG_IMPL = "philox4x32"  # the caller's threefry2x32 key reinterpreted: cheaper to compile
-# XLA:CPU's defaults (new fusion emitters, LLVM -O3) compile this program slower than the classic
+# XLA:CPU's defaults (new fusion emitters, LLVM -O3) compile these programs slower than the classic
 # emitters at -O2, with no faster steps (``benchmarks/bench_train.py``).
 CPU_COMPILER_OPTIONS = {"xla_cpu_use_fusion_emitters": False, "xla_backend_optimization_level": 2}
 
 
 def compiler_options() -> dict[str, object] | None:
-    """The options ``run`` compiles with on the default backend."""
+    """The options ``Run``'s programs compile with on the default backend."""
     return CPU_COMPILER_OPTIONS if jax.default_backend() == "cpu" else None
 
 
@@ -54,18 +57,19 @@ def over_restarts(spec: ArchSpec, f: Callable) -> Callable:
     return lambda *args: lax.map(lambda a: f(*a), args)
 
 
-def train_restarts(
-    spec: ArchSpec, opt: optax.GradientTransformation, plan: Plan, progress: Progress,
-    params: Params, keys: Array, train: Array, test: Array, heldout: Array, J: Array,
-    optimum: Array,
-) -> tuple[Params, dict[str, Array], Array]:
-    """Train ``R = plan.restarts`` restarts of each of ``K`` problems side by side: problem ``k``
-    trains on ``train[k]: (M, L)`` and is evaluated on ``test[k]: (M_test, L)`` (``heldout[k]:
-    (M_test,)``, ``J[k]: (L, L)``: ``evaluation.evaluate``). ``params``, ``keys``: leading axes
-    ``(K, R)``; ``optimum: (K,)`` is only logged.
+def train_epochs(
+    spec: ArchSpec, opt: optax.GradientTransformation, plan: Plan, carry: tuple, epochs: Array,
+    keys: Array, train: Array, test: Array, heldout: Array, J: Array,
+) -> tuple[tuple, dict[str, Array]]:
+    """The epochs ``epochs`` (0-based indices, ``(n,)``) of ``R = plan.restarts`` restarts of
+    each of ``K`` problems side by side: problem ``k`` trains on ``train[k]: (M, L)`` and is
+    evaluated on ``test[k]: (M_test, L)`` (``heldout[k]: (M_test,)``, ``J[k]: (L, L)``:
+    ``evaluation.evaluate``) on the epochs ``plan`` evaluates. ``carry``: ``((params,
+    opt_state), att)``, leading axes ``(K, R)``, ``att`` the last evaluated attention maps ``(K,
+    R, L, L)``; ``keys: (K, R)``, the restarts' training keys.
 
-    Returns the final params, the per-epoch metrics ``HISTORY_KEYS``, each ``(epochs, K, R)``
-    (NaN on epochs that are not evaluated), and the last evaluated attention maps ``(K, R, L, L)``.
+    Returns the carry after the last epoch and the per-epoch metrics ``HISTORY_KEYS``, each
+    ``(n, K, R)`` (NaN on epochs that are not evaluated).
     """
     K = train.shape[0]
 
@@ -97,58 +101,113 @@ def train_restarts(
         state, att = carry
         epoch_keys = jax.vmap(jax.vmap(jax.random.fold_in, (0, None)), (0, None))(keys, e)
         state, train_loss = jax.vmap(problem_epoch)(state, epoch_keys, train)
-        last = e + 1 == plan.epochs
         metrics, att = lax.cond(
-            ((e + 1) % plan.eval_every == 0) | last,
+            ((e + 1) % plan.eval_every == 0) | (e + 1 == plan.epochs),
             lambda p, _: jax.vmap(evaluate_problem)(p, test, heldout, J),
             skip,
             state[0],
             att,
         )
-        metrics = {"train_loss": train_loss, **metrics}
-        lax.cond(
-            ((e + 1) % plan.log_every == 0) | last,
-            lambda: jax.debug.callback(progress, e, metrics, optimum, ordered=True),
-            lambda: None,
-        )
-        return (state, att), metrics
+        return (state, att), {"train_loss": train_loss, **metrics}
 
-    state = (params, jax.vmap(jax.vmap(opt.init))(params))
-    att = jnp.zeros((K, plan.restarts, spec.L, spec.L), J.dtype)
-    ((params, _), att), history = lax.scan(body, (state, att), jnp.arange(plan.epochs))
-    return params, history, att
+    return lax.scan(body, carry, epochs)
 
 
-@partial(jax.jit, static_argnames=("spec", "opt", "plan", "progress"))
-def run(spec: ArchSpec, opt: optax.GradientTransformation, plan: Plan, progress: Progress,
-        key: Array, train: Array, test: Array, heldout: Array, J: Array, U: Array,
-        beta: Array) -> tuple:  # fmt: skip
-    """``K`` fits as one program (``K`` problems of equal shapes: the realisations of a data set,
-    trained side by side): for problem ``k``, ``R`` random initialisations from ``key[k]``,
-    trained on ``train[k]: (M, L)`` and evaluated on ``test[k]: (M_test, L)`` against the true
-    model ``(J[k], U[k], beta[k])``; ``heldout[k]: (M_test,)`` bool, test sequences absent from
-    the training set. Problem ``k``'s numbers do not depend on the other problems but through
-    float32 rounding (XLA may order a batched reduction differently), which Adam's normalised
-    steps carry along: the factored family ends where it ends alone, a transformer's trajectory
-    drifts (``train.train_many``).
-
-    Returns the optimal test loss ``(K,)`` and, per problem and restart (leading axes ``(K,
-    R)``), the final params, the attention map ``(K, R, L, L)``, the training loss on all sites
-    ``(K, R)`` (to choose the best restart) and the float64 ``reconstruction`` of the map, three
-    ``(K, R)`` arrays; the history is ``(epochs, K, R)`` (``train_restarts``).
-    """
+def _begin(spec: ArchSpec, opt: optax.GradientTransformation, plan: Plan, key: Array,
+           test: Array, J: Array, U: Array, beta: Array) -> tuple:  # fmt: skip
+    """The optimal test loss ``(K,)`` (float64), the first carry of ``train_epochs`` (float32)
+    and the restarts' training keys ``(K, R)``."""
     optimum = jax.vmap(optimal_loss)(test, J, U, beta)
     with jax.enable_x64(False):
         key = jax.random.wrap_key_data(jax.random.key_data(key), impl=PRNG_IMPL)
         k_init, k_train = jnp.moveaxis(
             jax.vmap(lambda k: jax.random.split(k, (2, plan.restarts)))(key), 1, 0)
         params = jax.vmap(jax.vmap(lambda k: init(spec, k)))(k_init)
-        J32 = J.astype(jnp.float32)
-        logged = optimum.astype(jnp.float32)
-        params, history, att = train_restarts(spec, opt, plan, progress, params, k_train, train,
-                                              test, heldout.astype(jnp.float32), J32, logged)
+        state = (params, jax.vmap(jax.vmap(opt.init))(params))
+        att = jnp.zeros((J.shape[0], plan.restarts, spec.L, spec.L), jnp.float32)
+    return optimum, (state, att), k_train
+
+
+def _epochs(spec: ArchSpec, opt: optax.GradientTransformation, plan: Plan, n: int, carry: tuple,
+            first: Array, keys: Array, train: Array, test: Array, heldout: Array,
+            J: Array) -> tuple:  # fmt: skip
+    """``n`` epochs from epoch ``first`` (``train_epochs``, float32)."""
+    with jax.enable_x64(False):
+        return train_epochs(spec, opt, plan, carry, first + jnp.arange(n, dtype=jnp.int32), keys,
+                            train, test, heldout, J)
+
+
+def _finish(spec: ArchSpec, params: Params, att: Array, train: Array, J: Array) -> tuple:
+    """The training loss on all sites ``(K, R)`` (float32) and the float64 ``reconstruction`` of
+    the maps ``att: (K, R, L, L)``, three ``(K, R)`` arrays."""
+    with jax.enable_x64(False):
         train_losses = jax.vmap(jax.vmap(full_loss, (None, 0, None)), (None, 0, 0))(
             spec, params, train)
     fit = jax.vmap(partial(reconstruction, gauge=spec.kind != "transformer"), (0, None))
-    fits = jax.vmap(fit)(att.astype(J.dtype), J)
-    return optimum, params, history, att, train_losses, fits
+    return train_losses, jax.vmap(fit)(att.astype(J.dtype), J)
+
+
+def chunks(plan: Plan) -> list[int]:
+    """The epochs of each compiled call of a run: ``plan.log_every`` at a time (a progress line
+    after each), the remainder last."""
+    full, rest = divmod(plan.epochs, plan.log_every)
+    return [plan.log_every] * full + ([rest] if rest else [])
+
+
+class Run:
+    """``K`` fits as compiled programs (``K`` problems of equal shapes: the realisations of a
+    data set, trained side by side), for one configuration and the shapes of ``args``, the
+    arguments of ``__call__``. The epochs run in compiled chunks of ``plan.log_every``
+    (``chunks``), a progress line to ``progress`` after each: the programs hold no host
+    callback, so JAX's persistent compilation cache keeps them across processes.
+
+    Problem ``k``'s numbers do not depend on the other problems but through float32 rounding
+    (XLA may order a batched reduction differently), which Adam's normalised steps carry along:
+    the factored family ends where it ends alone, a transformer's trajectory drifts
+    (``train.train_many``).
+    """
+
+    def __init__(self, spec: ArchSpec, opt: optax.GradientTransformation, plan: Plan,
+                 progress: Progress, args: tuple) -> None:  # fmt: skip
+        self.plan, self.progress = plan, progress
+        options = compiler_options()
+        key, train, test, heldout, J, U, beta = args
+
+        def compile(f: Callable, *example) -> jax.stages.Compiled:
+            return jax.jit(f).lower(*example).compile(options)
+
+        begin = partial(_begin, spec, opt, plan)
+        self.begin = compile(begin, key, test, J, U, beta)
+        _, carry, keys = jax.eval_shape(begin, key, test, J, U, beta)
+        f32 = (jax.ShapeDtypeStruct(heldout.shape, jnp.float32),
+               jax.ShapeDtypeStruct(J.shape, jnp.float32))
+        self.epochs = {n: compile(partial(_epochs, spec, opt, plan, n), carry, np.int32(0), keys,
+                                  train, test, *f32)
+                       for n in sorted(set(chunks(plan)))}
+        self.finish = compile(partial(_finish, spec), carry[0][0], carry[1], train, J)
+
+    def __call__(self, key: Array, train: np.ndarray, test: np.ndarray, heldout: np.ndarray,
+                 J: np.ndarray, U: np.ndarray, beta: np.ndarray) -> tuple:  # fmt: skip
+        """Trains problem ``k``: ``R`` random initialisations from ``key[k]``, on ``train[k]:
+        (M, L)``, evaluated on ``test[k]: (M_test, L)`` against the true model ``(J[k], U[k],
+        beta[k])``; ``heldout[k]: (M_test,)`` bool, test sequences absent from the training set.
+
+        Returns the optimal test loss ``(K,)`` and, per problem and restart (leading axes ``(K,
+        R)``), the final params, the attention map ``(K, R, L, L)``, the training loss on all
+        sites ``(K, R)`` (to choose the best restart) and the float64 ``reconstruction`` of the
+        map, three ``(K, R)`` arrays; the history is ``(epochs, K, R)`` (``train_epochs``)."""
+        optimum, carry, keys = self.begin(key, test, J, U, beta)
+        logged = np.asarray(optimum, np.float32)
+        heldout32, J32 = np.asarray(heldout, np.float32), np.asarray(J, np.float32)
+        self.progress.start(self.plan.epochs, self.plan.steps)
+        history, first = [], 0
+        for n in chunks(self.plan):
+            carry, metrics = self.epochs[n](carry, np.int32(first), keys, train, test, heldout32,
+                                            J32)
+            first += n
+            history.append(jax.device_get(metrics))
+            self.progress(first - 1, {k: v[-1] for k, v in history[-1].items()}, logged)
+        (params, _), att = carry
+        train_losses, fits = self.finish(params, att, train, J)
+        history = {k: np.concatenate([h[k] for h in history]) for k in HISTORY_KEYS}
+        return optimum, params, history, att, train_losses, fits

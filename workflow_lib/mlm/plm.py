@@ -20,7 +20,7 @@ so a fit from random starts is judged against this floor as well as against the 
   the test loss is 1.19 nats at l2 = 0.01, 0.92 at 1e-3, 0.99 at 1e-4 (optimum 0.67; factored:
   0.68), so the schema's default is 1e-3.
 
-Convergence: L-BFGS (``lbfgs.minimize``, every start in one compiled program) runs until the
+Convergence: L-BFGS (``lbfgs.minimize``, the starts in turn) runs until the
 largest absolute gradient entry of the objective is below ``grad_tol``; a fit that stops
 otherwise (``max_iter``, a line search with no decrease, or, where ``ftol > 0``, an objective
 that fell by less than ``ftol`` over ``ftol_window`` iterations: the sample-complexity sweep's

@@ -23,8 +23,8 @@ Protocol:
   criterion (``polish.POLISH_CONVERGENCE``). Every run records ``grad_norm``, the largest
   gradient entry of the training objective (all sites, full batch) at its final parameters, and
   the Adam solution's own metrics before any polish (``adam_*``): what MLM training reached.
-- the whole run of every problem, including the optimal loss and the final ``c*`` fit, is one
-  ``jit``-compiled program (``loop.run``), compiled once per configuration and data shape in a
+- the whole run of every problem, including the optimal loss and the final ``c*`` fit, runs as
+  compiled programs (``loop.Run``), compiled once per configuration and data shape in a
   ``CompiledRuns`` cache that callers may keep across calls; progress goes to its ``Progress``
   reporter.
 
@@ -47,7 +47,7 @@ import optax
 from workflow_lib.config import schema_defaults
 from workflow_lib.mlm.compiled import CompiledRuns
 from workflow_lib.mlm.evaluation import evaluate
-from workflow_lib.mlm.loop import compiler_options, run
+from workflow_lib.mlm.loop import Run
 from workflow_lib.mlm.metrics import CONVERGENCE, convergence, reconstruction
 from workflow_lib.mlm.models import ArchSpec, Params, arch_spec, flatten_params
 from workflow_lib.mlm.objective import full_loss
@@ -157,13 +157,12 @@ def train_many(arch: str, cfg: dict, problems: Sequence[Problem],
     args = (keys, train, test, ~in_train, J, U, beta)
     name, lr = cfg["optimizer"], float(cfg["learning_rate"])
 
-    def compile_run() -> jax.stages.Compiled:
+    def compile_run() -> Run:
         opt = make_optimizer(name, lr, plan.epochs * plan.steps)
-        return run.lower(spec, opt, plan, runs.progress, *args).compile(compiler_options())
+        return Run(spec, opt, plan, runs.progress, args)
 
     compiled = runs.get((spec, name, lr, plan), args, compile_run)
     t_compiled = time.perf_counter()
-    runs.progress.start(plan.epochs, plan.steps)
     optimum, params, history, att, train_losses, fits = jax.device_get(compiled(*args))
     t_done = time.perf_counter()
     steps = plan.epochs * plan.steps  # optimiser steps; all problems and restarts advance together
@@ -188,7 +187,7 @@ def _result(arch: str, spec: ArchSpec, plan: Plan, cfg: dict, train: np.ndarray,
             params: Params, history: dict[str, np.ndarray], att: np.ndarray,
             train_losses: np.ndarray, fits: list[np.ndarray],
             program: dict[str, float | int]) -> TrainResult:  # fmt: skip
-    """One problem's ``TrainResult`` from its share of ``loop.run``'s output (restart axis
+    """One problem's ``TrainResult`` from its share of ``loop.Run``'s output (restart axis
     first; ``history`` values ``(epochs, R)``): the best restart by training loss, polished (the
     factored family), with its metrics (``adam_*``: those of the Adam solution before any
     polish); ``optima``: the optimal loss on the test set and on its held-out part;

@@ -42,8 +42,9 @@ VALIDATION_CHUNK = 256  # validation sequences evaluated at once (bounded memory
 
 
 class StepProgress:
-    """Host-side progress lines of one run with a budget of ``steps`` steps, from the device
-    through ``jax.debug.callback``: the step, the training and validation losses, the steps per
+    """Progress lines of one run with a budget of ``steps`` steps, written by the host after
+    each compiled evaluation (its programs hold no host callback: JAX's persistent compilation
+    cache keeps them across jobs): the step, the training and validation losses, the steps per
     second since the reporter was made (compilation included) and the time left to the
     budget."""
 
@@ -123,54 +124,57 @@ def train_transformer(arch: str, cfg: dict, train: tuple[np.ndarray, np.ndarray]
     if evaluations < 1:
         raise ValueError(f"transformer steps {cfg['steps']} below eval_every {every}")
     opt = optax.adam(float(cfg["learning_rate"]))
-    p = jnp.asarray(weights / np.sum(weights), jnp.float32)
-    data = jnp.asarray(seqs, jnp.int32)
-    val_x, val_w = _chunks(*validation, VALIDATION_CHUNK)
+    data = (jnp.asarray(seqs, jnp.int32), jnp.asarray(weights / np.sum(weights), jnp.float32),
+            *_chunks(*validation, VALIDATION_CHUNK))
     progress = StepProgress(log, evaluations * every)
 
-    def loss_fn(params: Params, k: Array) -> Array:
+    def loss_fn(params: Params, k: Array, seqs: Array, p: Array) -> Array:
         k_rows, k_sites = jax.random.split(k)
-        rows = jax.random.choice(k_rows, data.shape[0], (batch,), p=p)
+        rows = jax.random.choice(k_rows, seqs.shape[0], (batch,), p=p)
         sites = jax.random.randint(k_sites, (batch,), 0, L)
-        x = data[rows]
+        x = seqs[rows]
         logits, _ = predict(spec, params, x, sites)
         return cross_entropy(logits, x[jnp.arange(batch), sites])
 
-    def step(state, k: Array):
-        params, opt_state = state
-        loss, grad = jax.value_and_grad(loss_fn)(params, k)
-        updates, opt_state = opt.update(grad, opt_state, params)
-        return (optax.apply_updates(params, updates), opt_state), loss
-
-    def validation_loss(params: Params) -> Array:
+    def validation_loss(params: Params, val_x: Array, val_w: Array) -> Array:
         sums = lax.map(lambda xw: jnp.sum(xw[1] * masked_site_losses(spec, params, xw[0])[0]),
                        (val_x, val_w))
         return jnp.sum(sums) / jnp.sum(val_w)
 
-    def evaluation(state):
-        n, params, opt_state, best, best_loss, curve, _, k = state
-        (params, opt_state), losses = lax.scan(step, (params, opt_state),
-                                               jax.random.split(jax.random.fold_in(k, n), every))
-        val = validation_loss(params)
-        curve = (curve[0].at[n].set(jnp.mean(losses)), curve[1].at[n].set(val))
-        better = val < best_loss
-        best = jax.tree_util.tree_map(lambda new, old: jnp.where(better, new, old), params, best)
-        jax.debug.callback(progress, (n + 1) * every, curve[0][n], val, ordered=True)
-        return (n + 1, params, opt_state, best, jnp.minimum(val, best_loss), curve,
-                plateaued(curve[1], n + 1, window, tol), k)
-
     @jax.jit
-    def run(key: Array):
+    def start(key: Array):
         k_init, k_steps = jax.random.split(key)
         params = init(spec, k_init, jnp.float32)
         nan = jnp.full(evaluations, jnp.nan, jnp.float32)
-        state = (jnp.int32(0), params, opt.init(params), params, jnp.float32(jnp.inf),
-                 (nan, nan), jnp.bool_(False), k_steps)
-        n, _, _, best, _, curve, stopped, _ = lax.while_loop(
-            lambda s: (s[0] < evaluations) & ~s[6], evaluation, state)
-        return n, best, curve, stopped
+        return (jnp.int32(0), params, opt.init(params), params, jnp.float32(jnp.inf),
+                (nan, nan), jnp.bool_(False), k_steps)
 
-    n, params, (train_curve, val_curve), stopped = jax.device_get(run(key))
+    @jax.jit
+    def evaluation(state, seqs: Array, p: Array, val_x: Array, val_w: Array):
+        """``every`` steps and a validation: one call, a progress line after it."""
+        n, params, opt_state, best, best_loss, curve, _, k = state
+
+        def step(state, k: Array):
+            params, opt_state = state
+            loss, grad = jax.value_and_grad(loss_fn)(params, k, seqs, p)
+            updates, opt_state = opt.update(grad, opt_state, params)
+            return (optax.apply_updates(params, updates), opt_state), loss
+
+        (params, opt_state), losses = lax.scan(step, (params, opt_state),
+                                               jax.random.split(jax.random.fold_in(k, n), every))
+        val = validation_loss(params, val_x, val_w)
+        curve = (curve[0].at[n].set(jnp.mean(losses)), curve[1].at[n].set(val))
+        better = val < best_loss
+        best = jax.tree_util.tree_map(lambda new, old: jnp.where(better, new, old), params, best)
+        return (n + 1, params, opt_state, best, jnp.minimum(val, best_loss), curve,
+                plateaued(curve[1], n + 1, window, tol), k)
+
+    state = start(key)
+    while int(state[0]) < evaluations and not bool(state[6]):
+        state = evaluation(state, *data)
+        n = int(state[0])
+        progress(n * every, state[5][0][n - 1], state[5][1][n - 1])
+    n, _, _, params, _, (train_curve, val_curve), stopped, _ = jax.device_get(state)
     n = int(n)
     steps = every * np.arange(1, n + 1)
     val_curve = np.asarray(val_curve[:n], np.float64)
