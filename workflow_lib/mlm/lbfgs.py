@@ -92,6 +92,12 @@ def _fresh(opt: optax.GradientTransformationExtraArgs, x, value: Array, grad) ->
     return (*state[:-1], state[-1]._replace(value=value, grad=grad))
 
 
+def _strong(carry: tuple) -> tuple:
+    """``carry`` with no weakly typed leaf: ``_advance`` takes what ``_start`` and ``_advance``
+    return with one signature, so it compiles once per shape."""
+    return jax.tree_util.tree_map(lambda a: jax.lax.convert_element_type(a, a.dtype), carry)
+
+
 @partial(jax.jit, static_argnames=("objective", "memory"))
 def _start(objective: Callable, x0, data, max_iter: Array, grad_tol: Array,
            memory: int) -> tuple:  # fmt: skip
@@ -103,8 +109,8 @@ def _start(objective: Callable, x0, data, max_iter: Array, grad_tol: Array,
     g0 = max_abs(grad0)
     status0 = jnp.select([~(jnp.isfinite(value0) & jnp.isfinite(g0)), g0 <= grad_tol,
                           max_iter <= 0], [NOT_FINITE, CONVERGED, MAX_ITER], RUNNING)
-    return (x0, _fresh(opt, x0, value0, grad0), jnp.asarray(True), jnp.asarray(0), jnp.asarray(1),
-            status0, value0)  # fmt: skip
+    return _strong((x0, _fresh(opt, x0, value0, grad0), jnp.asarray(True), jnp.asarray(0),
+                    jnp.asarray(1), status0, value0))
 
 
 @partial(jax.jit, static_argnames=("objective", "memory"))
@@ -148,7 +154,7 @@ def _advance(objective: Callable, carry: tuple, data, until: Array, max_iter: Ar
         nfev = nfev + new_state[-1].info.num_linesearch_steps
         return x, state, failed, k, nfev, status, ref
 
-    return jax.lax.while_loop(lambda c: (c[5] == RUNNING) & (c[3] < until), body, carry)
+    return _strong(jax.lax.while_loop(lambda c: (c[5] == RUNNING) & (c[3] < until), body, carry))
 
 
 def _run_start(index: int, objective: Callable, x0, data, bounds: tuple, best: float,
@@ -163,8 +169,8 @@ def _run_start(index: int, objective: Callable, x0, data, bounds: tuple, best: f
     k, status, chunk = 0, int(carry[5]), FIRST_CHUNK
     while status == RUNNING:
         t = time.perf_counter()
-        carry = _advance(objective, carry, data, jnp.asarray(k + chunk), max_iter, grad_tol,
-                             ftol, ftol_window, jnp.asarray(best, jnp.float64), memory)
+        carry = _advance(objective, carry, data, jnp.asarray(k + chunk), max_iter, grad_tol, ftol,
+                         ftol_window, jnp.asarray(best, jnp.float64), memory)
         done, status = int(carry[3]), int(carry[5])
         now = time.perf_counter()
         chunk = max(1, min(int(CHUNK_SECONDS * max(done - k, 1) / max(now - t, 1e-9)), 100_000))

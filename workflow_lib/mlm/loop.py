@@ -198,7 +198,8 @@ class Run:
         map, three ``(K, R)`` arrays; the history is ``(epochs, K, R)`` (``train_epochs``)."""
         optimum, carry, keys = self.begin(key, test, J, U, beta)
         logged = np.asarray(optimum, np.float32)
-        heldout32, J32 = np.asarray(heldout, np.float32), np.asarray(J, np.float32)
+        train, test, heldout32, J32 = jax.device_put(
+            (train, test, np.asarray(heldout, np.float32), np.asarray(J, np.float32)))
         self.progress.start(self.plan.epochs, self.plan.steps)
         history, first = [], 0
         for n in chunks(self.plan):

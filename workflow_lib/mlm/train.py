@@ -130,8 +130,8 @@ def train_mlm(
 def train_many(arch: str, cfg: dict, problems: Sequence[Problem],
                runs: CompiledRuns | None = None) -> list[TrainResult]:  # fmt: skip
     """Train ``arch`` on each of ``problems`` (equal shapes: the realisations of one data-set
-    protocol) side by side in one compiled program; the polish and the final metrics follow per
-    problem. Each problem's result is the one it gets alone but for float32 rounding: for the
+    protocol) side by side in the same compiled programs; the polish and the final metrics follow
+    per problem. Each problem's result is the one it gets alone but for float32 rounding: for the
     factored family the same numbers to a few float32 units; a transformer's trajectory, which
     Adam's normalised steps make sensitive to rounding, drifts, so its final losses agree only
     roughly and another restart may win (what chunk sizes change: ``docs/usage.md``).
