@@ -126,9 +126,10 @@ def per_realisation(name, realisations, output, log, input=None, each=None, prio
     ``registry.chunk_rule``), which runs the stage for each realisation, and each value of the
     wildcards ``each`` names (wildcard -> values), in turn in one process: one start and import,
     each program traced once. ``input`` and ``output``: name -> path, ``{r}`` standing for the
-    realisation and ``{w}`` for wildcard ``w`` of ``each`` (no other wildcard); ``log``: the path of the log and
-    benchmark (under the logs and benchmarks folders, no extension), ``r{r}`` standing for the
-    chunk (``r3``, ``r0-2``); ``priority``: Snakemake's, among the jobs ready to run."""
+    realisation and ``{w}`` for wildcard ``w`` of ``each`` (no other wildcard); ``log``: the path
+    of the log and benchmark (under the logs and benchmarks folders, no extension), ``r{r}``
+    standing for the chunk (``r3``, ``r0-2``); ``priority``: Snakemake's, among the jobs ready to
+    run."""
     each = each or {}
     for chunk in chunks(realisations, CFG["compute"]["realisations_per_job"]):
         parts = [{"r": str(r), **{w: str(v) for w, v in zip(each, values, strict=True)}}
