@@ -32,9 +32,9 @@ def select(device: str) -> None:
         raise BackendError(f"job device = {device!r}: must be one of {', '.join(DEVICES)}")
     if device == "gpu":
         os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
-    import jax
+    from workflow_lib.jax_setup import set_jax_option
 
-    jax.config.update("jax_platforms", PLATFORMS[device])
+    set_jax_option("jax_platforms", PLATFORMS[device])
 
 
 def require(device: str, what: str) -> None:

@@ -43,7 +43,7 @@ from types import ModuleType
 
 import numpy as np
 import pandas as pd
-from scipy import special, stats
+from scipy import special
 
 HOLDS, NOT_RESOLVED, FAILS = "holds", "not resolved", "does not hold"
 VERDICTS = (HOLDS, NOT_RESOLVED, FAILS)
@@ -240,6 +240,8 @@ def paired_binary(a: Values, b: Values) -> Test:
     error = math.sqrt(discordant - (only_a - only_b) ** 2 / n) / n if n else math.nan
     if discordant == 0:
         return Test("McNemar exact", diff, error, n, 0.0, 1.0, math.nan, NOT_RESOLVED)
+    from scipy import stats  # here: importing it takes a second, which most jobs never use
+
     p_up = float(stats.binom.sf(only_a - 1, discordant, 0.5))
     p_down = float(stats.binom.sf(only_b - 1, discordant, 0.5))
     verdict = HOLDS if p_up < ALPHA else FAILS if p_down < ALPHA else NOT_RESOLVED

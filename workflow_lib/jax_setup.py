@@ -1,9 +1,11 @@
 """How a job's JAX runs: threads, backend, compile flags and the persistent compilation cache,
-set before JAX starts its backend (``configure_jax``; every stage job and the Omniglot command)."""
+set before JAX starts its backend (``configure_jax``; every stage job and the Omniglot command),
+without importing JAX (``set_jax_option``): a job imports JAX only if it computes with it."""
 
 from __future__ import annotations
 
 import os
+import sys
 
 from workflow_lib.backend import require, select
 
@@ -26,10 +28,18 @@ def configure_jax(threads: int, device: str, what: str) -> None:
     flags = JOB_XLA_FLAGS + (f" {SINGLE_THREAD_XLA_FLAGS}" if threads == 1 else "")
     os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {flags}".strip()
     select(device)
-    import jax
-
-    jax.config.update("jax_num_cpu_devices", threads)
+    set_jax_option("jax_num_cpu_devices", threads)
     cache = os.environ.get("JAX_CACHE_DIR", os.path.expanduser("~/.cache/workflow_lib/jax"))
-    jax.config.update("jax_compilation_cache_dir", cache)
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    set_jax_option("jax_compilation_cache_dir", cache)
+    set_jax_option("jax_persistent_cache_min_compile_time_secs", 0.0)
     require(device, what)
+
+
+def set_jax_option(name: str, value: bool | int | float | str) -> None:
+    """Set JAX's option ``name`` (``jax_enable_x64``, ...) to ``value`` without importing JAX:
+    in its environment variable (``JAX_ENABLE_X64``, ...), which JAX reads when it is imported
+    (in this process and in the jobs it starts), and, where JAX is already imported, in JAX's
+    config."""
+    os.environ[name.upper()] = str(value)
+    if "jax" in sys.modules:
+        sys.modules["jax"].config.update(name, value)
