@@ -19,7 +19,7 @@ import jax.numpy as jnp
 from record import Recorder, default_csv
 
 import workflow_lib  # noqa: F401  (float64)
-from workflow_lib.attention import model, sampling, tasks, theory
+from workflow_lib.attention import designs, model, sampling, tasks, theory
 
 T_RIDGE = 0.01
 COLUMNS = ("step", "ms", "iterations", "accuracy", "seconds", "draws_per_s", "leapfrog_steps")
@@ -54,7 +54,7 @@ def main() -> None:
     x = jnp.concatenate([x_train, x_test])
     heads = tasks.heads(k_heads, task)
     weights = [
-        jnp.stack([heads[h] for h in layer]) for layer in tasks.EXPERIMENTS["four_paths"].network
+        jnp.stack([heads[h] for h in layer]) for layer in designs.EXPERIMENTS["four_paths"].network
     ]
 
     def features(x):

@@ -16,7 +16,7 @@ import yaml
 
 import workflow_lib  # noqa: F401  (float64)
 from workflow_lib.artefacts import read_artefact
-from workflow_lib.attention import model, sampling, tasks, theory
+from workflow_lib.attention import designs, model, sampling, tasks, theory
 from workflow_lib.config import load_config
 from workflow_lib.studies.attention_hmm.artefacts import PATHS_SAMPLES, PATHS_THEORY
 from workflow_lib.studies.attention_hmm.registry import STUDY as HMM
@@ -30,7 +30,7 @@ def _four_paths_data(task: tasks.MarkovTask, sizes: tuple[int, ...]) -> tuple:
     *keys, k_heads = jax.random.split(jax.random.key(3), len(sizes) + 1)
     heads = tasks.heads(k_heads, task)
     weights = [
-        jnp.stack([heads[h] for h in layer]) for layer in tasks.EXPERIMENTS["four_paths"].network
+        jnp.stack([heads[h] for h in layer]) for layer in designs.EXPERIMENTS["four_paths"].network
     ]
     out = []
     for key, n in zip(keys, sizes, strict=True):
@@ -345,7 +345,7 @@ def test_stages_end_to_end(tiny_run):
     results = tiny_run / "results"
     for experiment, gp_networks in (("four_paths", ["all", "g", "g+d"]),
                                     ("two_paths", ["all", "g"])):
-        n_paths = len(tasks.EXPERIMENTS[experiment].paths)
+        n_paths = len(designs.EXPERIMENTS[experiment].paths)
         folder = results / "paths" / "r0" / experiment
         th = read_artefact(folder / "theory.h5", PATHS_THEORY, required=("U/1", "U/2", "accuracy"))
         assert th["U/1"].shape == (len(cfg["widths"]), n_paths, n_paths)

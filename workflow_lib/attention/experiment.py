@@ -3,7 +3,7 @@ the task from the config, its networks, the path-attended inputs of every networ
 width sweep and the GP lines.
 
 A network is a tuple of layers, each a tuple of head names; ``all`` is the experiment's network,
-the others are its GP-line sub-networks (``tasks.EXPERIMENTS``).
+the others are its GP-line sub-networks (``designs.EXPERIMENTS``).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from workflow_lib.attention import model, tasks, theory
+from workflow_lib.attention import designs, model, tasks, theory
 
 log = logging.getLogger("workflow_lib.attention")
 
@@ -38,7 +38,7 @@ def task_from_config(cfg: Mapping, experiment: str) -> tasks.MarkovTask:
 
 def networks(experiment: str) -> dict[str, Network]:
     """``all`` (the experiment's network) and its GP-line sub-networks."""
-    ex = tasks.EXPERIMENTS[experiment]
+    ex = designs.EXPERIMENTS[experiment]
     return {"all": ex.network, **ex.gp_lines}
 
 

@@ -50,38 +50,6 @@ class MarkovTask:
         return jnp.zeros(self.tokens + 1).at[-1].set(1.0)
 
 
-@dataclass(frozen=True)
-class Experiment:
-    """A network (head names per layer) on data with noise ``sigma_perp``, with the sub-networks
-    whose GP limits are drawn as reference lines; ``paths`` names the paths h1-major and
-    ``display`` is the order of the U heat maps."""
-
-    network: tuple[tuple[str, ...], ...]
-    gp_lines: dict[str, tuple[tuple[str, ...], ...]]
-    paths: tuple[str, ...]
-    display: tuple[str, ...]
-
-
-EXPERIMENTS = {
-    # Fig. 2c, d: g = (same, uniform), a1 = (same, random), d = (random, uniform), a2 = (random,
-    # random).
-    "four_paths": Experiment(
-        network=(("same", "random1"), ("uniform", "random2")),
-        gp_lines={"g": (("same",), ("uniform",)), "g+d": (("same", "random1"), ("uniform",))},
-        paths=("g", "a1", "d", "a2"),
-        display=("g", "d", "a1", "a2"),
-    ),
-    # Fig. 2e: the denoising path is uniform -> uniform (the layer-1 "blank" head with
-    # perturbation 0 is exactly uniform attention).
-    "two_paths": Experiment(
-        network=(("same", "uniform"), ("uniform",)),
-        gp_lines={"g": (("same",), ("uniform",))},
-        paths=("g", "d"),
-        display=("g", "d"),
-    ),
-}
-
-
 def hidden_states(key: jax.Array, labels: jax.Array, task: MarkovTask) -> jax.Array:
     """``states: (B, T)`` in ±1; ``labels: (B,)`` in ±1 chooses the stay probability."""
     k_first, k_flip = jax.random.split(key)

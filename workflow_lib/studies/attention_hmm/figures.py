@@ -14,8 +14,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from workflow_lib.attention.designs import EXPERIMENTS  # noqa: E402
 from workflow_lib.attention.panels import heatmap, overlap_bars  # noqa: E402
-from workflow_lib.attention.tasks import EXPERIMENTS  # noqa: E402
 
 GP_STYLES = {"all": "-", "g": "--", "g+d": ":"}
 GP_LABELS = {"all": "GP, all paths", "g": "GP, path g", "g+d": "GP, paths g+d"}

@@ -14,8 +14,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from workflow_lib.artefacts import read_artefact, write_artefact
+from workflow_lib.attention import designs, sampling, tasks, theory
 from workflow_lib.attention import experiment as ex
-from workflow_lib.attention import sampling, tasks, theory
 from workflow_lib.keys import stage_key
 from workflow_lib.registry import Job
 from workflow_lib.studies.attention_hmm.artefacts import PATHS_FEATURES, PATHS_SAMPLES, PATHS_THEORY
@@ -53,8 +53,8 @@ def paths_features(job: Job) -> None:
         attrs={
             "experiment": experiment,
             "networks": json.dumps(nets),
-            "paths": json.dumps(tasks.EXPERIMENTS[experiment].paths),
-            "display": json.dumps(tasks.EXPERIMENTS[experiment].display),
+            "paths": json.dumps(designs.EXPERIMENTS[experiment].paths),
+            "display": json.dumps(designs.EXPERIMENTS[experiment].display),
             "sigma_perp": task.sigma_perp,
             "N0": task.width,
             "readout": "last token",
