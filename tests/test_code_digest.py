@@ -70,7 +70,7 @@ def test_digest_covers_everything_the_stage_function_uses(name):
     ("figure", {"panel": "fig2b"}, "studies/potts_paper/tables.py"),
     ("train", {}, "artefacts.py"), ("plm", {}, "artefacts.py"),
     ("sample_complexity", {}, "artefacts.py"),
-    ("paths_figure", {"panel": "paths_fig2c"}, "attention/tasks.py"),
+    ("paths_figure", {"panel": "paths_fig2c"}, "attention/designs.py"),
 ])
 def test_digest_includes_modules_reached_indirectly(name, wildcards, module):
     """A figure job's code is the dispatcher's and its panel's draw function's."""
