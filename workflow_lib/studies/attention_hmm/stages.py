@@ -44,6 +44,7 @@ def paths_features(job: Job) -> None:
         x, data[f"y_{split}"] = tasks.dataset(key, n, task)
         phis = ex.network_features(x, heads, nets, task.readout(), cfg["prior_variance"])
         data |= {f"phi_{split}/{net}": phi for net, phi in phis.items()}
+    jax.block_until_ready(data)  # JAX computes asynchronously: time the work, not its dispatch
     n_seq, seconds = cfg["n_train"] + cfg["n_test"], time.perf_counter() - start
     log.info("%s r%d: %d sequences, %d networks in %.1f s (%.0f sequences/s)", experiment,
              p["realisation"], n_seq, len(nets), seconds, n_seq / seconds)
