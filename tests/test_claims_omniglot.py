@@ -166,6 +166,14 @@ def test_rank_correlation_p_is_exact():
     assert rank_correlation_above(x, x).p == pytest.approx(1 / 120)
 
 
+def test_rank_correlation_is_scipys_with_ties_and_not_resolved_without_finite_values():
+    x, y = np.array([1.0, 2.0, 2.0, 3.0, 5.0, 5.0]), np.array([0.5, 0.1, 0.7, 0.7, 0.9, 2.0])
+    assert rank_correlation_above(x, y).value == pytest.approx(stats.spearmanr(x, y).statistic,
+                                                               abs=1e-15)
+    broken = rank_correlation_above(np.array([1.0, np.nan, 3.0, 2.0]), np.arange(4.0))
+    assert broken.verdict == c.NOT_RESOLVED and np.isnan(broken.value)
+
+
 def test_mantel_relabelling_keeps_the_diagonal():
     """A matrix against a relabelled copy of itself: r = 1 only for the identity relabelling;
     against an unrelated matrix the p is not small."""
@@ -181,4 +189,8 @@ def test_paired_equivalent_is_tost_on_the_differences():
     mine, reference = paired_equivalent(a, b, 0.3), c.equivalent(a.astype(float) - b, 0.3)
     assert mine.p == pytest.approx(reference.p) and mine.value == pytest.approx(reference.value)
     assert mine.verdict == reference.verdict
+    d = a.astype(float) - b
+    sem = d.std(ddof=1) / np.sqrt(len(d))
+    t_low, t_high = (d.mean() + 0.3) / sem, (d.mean() - 0.3) / sem
+    assert mine.p == max(stats.t.sf(t_low, 39), stats.t.cdf(t_high, 39))  # scipy's t, exactly
     assert paired_equivalent(a, a, 0.02).verdict == c.HOLDS  # identical on every episode

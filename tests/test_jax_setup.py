@@ -11,14 +11,18 @@ import sys
 
 import pytest
 
+from tests.conftest import ROOT
+
 OPTIONS = ("jax_enable_x64", "jax_platforms", "jax_num_cpu_devices", "jax_compilation_cache_dir",
            "jax_persistent_cache_min_compile_time_secs")
 
 
 def _python(code: str, tmp_path) -> str:
+    """The standard output of ``code`` run by a fresh interpreter in the repository root, with
+    none of this process's environment but a JAX cache in ``tmp_path``."""
     env = {"JAX_CACHE_DIR": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"}
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                         timeout=120)
+                         cwd=ROOT, timeout=120)
     assert run.returncode == 0, run.stderr[-3000:]
     return run.stdout
 

@@ -6,12 +6,14 @@ sees the CPU alone, even where a CUDA JAX is installed and a GPU is visible; a G
 (and the CPU as its host) and allocates GPU memory as it needs it, so that several jobs share one
 GPU. ``require`` then stops a GPU job that found no GPU with one line saying what to install,
 where JAX would fall back to the CPU. ``describe`` names the backend and device in artefacts and
-benchmark rows.
+benchmark rows. ``set_jax_option`` sets JAX's options without importing JAX, so that a job
+imports it only if it computes with it; the options then reach the processes the job starts.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 
 DEVICES = ("cpu", "gpu")
 CUDA_INSTALL = "pip install -e '.[cuda12]'"
@@ -32,8 +34,6 @@ def select(device: str) -> None:
         raise BackendError(f"job device = {device!r}: must be one of {', '.join(DEVICES)}")
     if device == "gpu":
         os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
-    from workflow_lib.jax_setup import set_jax_option
-
     set_jax_option("jax_platforms", PLATFORMS[device])
 
 
@@ -63,3 +63,13 @@ def describe() -> dict[str, str]:
     import jax
 
     return {"jax_backend": jax.default_backend(), "jax_device": jax.devices()[0].device_kind}
+
+
+def set_jax_option(name: str, value: bool | int | float | str) -> None:
+    """Set JAX's option ``name`` (``jax_enable_x64``, ...) to ``value`` without importing JAX:
+    in its environment variable (``JAX_ENABLE_X64``, ...), which JAX reads when it is imported
+    (in this process and in the jobs it starts), and, where JAX is already imported, in JAX's
+    config."""
+    os.environ[name.upper()] = str(value)
+    if sys.modules.get("jax") is not None:
+        sys.modules["jax"].config.update(name, value)

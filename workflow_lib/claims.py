@@ -113,8 +113,8 @@ def signed_rank_p(x: Values) -> float:
 
 
 def twice_average_ranks(a: np.ndarray) -> np.ndarray:
-    """Twice the ranks (1-based, ties given their average) of the values of ``a: (n,)``, as
-    integers: ``2 * scipy.stats.rankdata(a)``, exactly (a tie group over sorted positions
+    """Twice the ranks (1-based, ties given their average) of the finite values of ``a: (n,)``,
+    as integers: ``2 * scipy.stats.rankdata(a)``, exactly (a tie group over sorted positions
     ``first .. last``, 0-based, has twice its average rank ``first + last + 2``)."""
     order = np.argsort(a, kind="stable")
     ordered = a[order]

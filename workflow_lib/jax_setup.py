@@ -1,13 +1,13 @@
 """How a job's JAX runs: threads, backend, compile flags and the persistent compilation cache,
 set before JAX starts its backend (``configure_jax``; every stage job and the Omniglot command),
-without importing JAX (``set_jax_option``): a job imports JAX only if it computes with it."""
+without importing JAX (``backend.set_jax_option``): a job imports JAX only if it computes with
+it."""
 
 from __future__ import annotations
 
 import os
-import sys
 
-from workflow_lib.backend import require, select
+from workflow_lib.backend import require, select, set_jax_option
 
 JOB_XLA_FLAGS = "--xla_cpu_use_fusion_emitters=false"
 SINGLE_THREAD_XLA_FLAGS = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
@@ -34,12 +34,3 @@ def configure_jax(threads: int, device: str, what: str) -> None:
     set_jax_option("jax_persistent_cache_min_compile_time_secs", 0.0)
     require(device, what)
 
-
-def set_jax_option(name: str, value: bool | int | float | str) -> None:
-    """Set JAX's option ``name`` (``jax_enable_x64``, ...) to ``value`` without importing JAX:
-    in its environment variable (``JAX_ENABLE_X64``, ...), which JAX reads when it is imported
-    (in this process and in the jobs it starts), and, where JAX is already imported, in JAX's
-    config."""
-    os.environ[name.upper()] = str(value)
-    if "jax" in sys.modules:
-        sys.modules["jax"].config.update(name, value)

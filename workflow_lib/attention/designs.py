@@ -10,8 +10,9 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Experiment:
-    """A network (head names per layer) on data with noise ``sigma_perp``, with the sub-networks
-    whose GP limits are drawn as reference lines; ``paths`` names the paths h1-major and
+    """A network (head names per layer; its data's sigma_perp: config key
+    ``paths.sigma_perp.<experiment>``), with the sub-networks whose GP limits are drawn as
+    reference lines; ``paths`` names the paths h1-major and
     ``display`` is the order of the U heat maps."""
 
     network: tuple[tuple[str, ...], ...]

@@ -1,5 +1,5 @@
-"""The hidden-Markov-chain classification task (Tiberi et al. 2024, Fig. 2): data, heads and
-networks.
+"""The hidden-Markov-chain classification task (Tiberi et al. 2024, Fig. 2): data and heads (the
+experiments' networks: ``workflow_lib.attention.designs``).
 
 A sequence is ``x: (N0, T+1)`` with ``N0 = D + T + 1``: ``D`` features (a visible token
 ``v_± + noise`` per hidden state; a zero BOS token first) stacked on a one-hot position code.
@@ -118,8 +118,8 @@ def head(kind: str, task: MarkovTask, key: jax.Array | None = None) -> jax.Array
 
 @partial(jax.jit, static_argnames="task")
 def heads(key: jax.Array, task: MarkovTask) -> dict[str, jax.Array]:
-    """The named heads of ``EXPERIMENTS``: same, uniform, random1 (layer 1), random2 (layer 2),
-    the random ones drawn from independent subkeys of ``key``."""
+    """The named heads of ``designs.EXPERIMENTS``: same, uniform, random1 (layer 1), random2
+    (layer 2), the random ones drawn from independent subkeys of ``key``."""
     k1, k2 = jax.random.split(key)
     return {
         "same": head("same", task),

@@ -120,12 +120,13 @@ def mantel(a: np.ndarray, b: np.ndarray, permutations: int = PERMUTATIONS,
 
 def rank_correlation_above(x: np.ndarray, y: np.ndarray) -> c.Test:
     """Spearman's rho of "``y`` grows with ``x``", its exact one-sided p over every permutation
-    of ``y`` (n! of them: n <= 10). Value and statistic: rho; n: the pairs."""
-    x, y = c.twice_average_ranks(x), c.twice_average_ranks(y)  # rho ignores the factor 2
+    of ``y`` (n! of them: n <= 10); not resolved with a non-finite value. Value and statistic:
+    rho; n: the pairs."""
     n = len(x)
-    if n < 3 or n > 10:
+    if n < 3 or n > 10 or not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
         return c.Test("Spearman exact permutation", math.nan, math.nan, n, math.nan, math.nan,
                       math.nan, c.NOT_RESOLVED)
+    x, y = c.twice_average_ranks(x), c.twice_average_ranks(y)  # rho ignores the factor 2
     ys = np.apply_along_axis(_centred, 1, np.array(list(itertools.permutations(y))))  # (n!, n)
     null = ys @ _centred(x)
     rho = float(null[0])  # the identity permutation comes first
