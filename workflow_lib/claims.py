@@ -25,6 +25,8 @@ At level ``ALPHA`` (one-sided):
   when every part holds, without a correction; its p is the largest of theirs.
 - ``exact``: a deterministic value (a theory curve, a count) and whether it meets its criterion.
 
+Studies' own tests take their p-values from ``t_tails`` and ``binomial_tails``.
+
 Every threshold is a ``Criterion`` with its reason (what it protects against, where its value
 comes from); ``criteria`` lists a claims module's, and the docs' criteria table is generated from
 them. A claim may name the checks that gate it (``row(..., gates=...)``): when one of them does
@@ -149,11 +151,25 @@ def _t_one_sided(x: np.ndarray) -> tuple[float, float, float]:
     return mean, sem, mean / sem
 
 
+def t_tails(t: float, df: int) -> tuple[float, float]:
+    """(p of "above", p of "below") of Student's t statistic ``t`` with ``df`` degrees of
+    freedom: its upper and lower tails, as ``scipy.stats.t`` computes them."""
+    return float(special.stdtr(df, -t)), float(special.stdtr(df, t))
+
+
+def binomial_tails(k: int, n: int, p: float) -> tuple[float, float]:
+    """(P(X >= k), P(X <= k)) of X ~ binomial(``n``, ``p``), as ``scipy.stats.binom`` computes
+    them (its own survival function, not ``scipy.special.bdtrc``: they differ in the last
+    digits)."""
+    from scipy import stats  # here: importing it takes a second, which most jobs never use
+
+    return float(stats.binom.sf(k - 1, n, p)), float(stats.binom.cdf(k, n, p))
+
+
 def _t_sides(x: np.ndarray, bound: float) -> tuple[float, float, float, float, float]:
     """(mean of ``x - bound``, s.e.m., t, p of "above the bound", p of "below the bound")."""
     mean, sem, t = _t_one_sided(x - bound)
-    df = len(x) - 1  # Student's t distribution function, as scipy.stats.t computes it
-    return mean, sem, t, float(special.stdtr(df, -t)), float(special.stdtr(df, t))
+    return mean, sem, t, *t_tails(t, len(x) - 1)
 
 
 def _side(p: float, shifted: np.ndarray) -> bool:
@@ -240,10 +256,7 @@ def paired_binary(a: Values, b: Values) -> Test:
     error = math.sqrt(discordant - (only_a - only_b) ** 2 / n) / n if n else math.nan
     if discordant == 0:
         return Test("McNemar exact", diff, error, n, 0.0, 1.0, math.nan, NOT_RESOLVED)
-    from scipy import stats  # here: importing it takes a second, which most jobs never use
-
-    p_up = float(stats.binom.sf(only_a - 1, discordant, 0.5))
-    p_down = float(stats.binom.sf(only_b - 1, discordant, 0.5))
+    p_up, p_down = (binomial_tails(k, discordant, 0.5)[0] for k in (only_a, only_b))
     verdict = HOLDS if p_up < ALPHA else FAILS if p_down < ALPHA else NOT_RESOLVED
     return Test("McNemar exact", diff, error, n, float(only_a), p_up, math.nan, verdict)
 

@@ -10,10 +10,9 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Experiment:
-    """A network (head names per layer; its data's sigma_perp: config key
-    ``paths.sigma_perp.<experiment>``), with the sub-networks whose GP limits are drawn as
-    reference lines; ``paths`` names the paths h1-major and
-    ``display`` is the order of the U heat maps."""
+    """A network (head names per layer) with the sub-networks whose GP limits are drawn as
+    reference lines; ``paths`` names the paths h1-major and ``display`` is the order of the U
+    heat maps. Its data's σ⊥ is the config's ``paths.sigma_perp.<experiment>``."""
 
     network: tuple[tuple[str, ...], ...]
     gp_lines: dict[str, tuple[tuple[str, ...], ...]]

@@ -24,7 +24,6 @@ import math
 
 import numpy as np
 import pandas as pd
-from scipy import special
 
 from workflow_lib import claims as c
 from workflow_lib.studies.attention_hmm.claims import label_share
@@ -58,10 +57,7 @@ def binomial_above(successes: int, n: int, bound: float) -> c.Test:
         return c.Test("exact binomial", math.nan, math.nan, 0, math.nan, math.nan, math.nan,
                       c.NOT_RESOLVED)
     rate = successes / n
-    from scipy import stats  # here: importing it takes a second, which most jobs never use
-
-    p_up = float(stats.binom.sf(successes - 1, n, bound))
-    p_down = float(stats.binom.cdf(successes, n, bound))
+    p_up, p_down = c.binomial_tails(successes, n, bound)
     verdict = c.HOLDS if p_up < c.ALPHA else c.FAILS if p_down < c.ALPHA else c.NOT_RESOLVED
     return c.Test("exact binomial", rate, math.sqrt(rate * (1 - rate) / n), n,
                   float(successes), p_up, p_up, verdict)
@@ -85,9 +81,9 @@ def paired_equivalent(a: np.ndarray, b: np.ndarray, delta: float) -> c.Test:
         return c.Test("TOST paired", mean, 0.0, n, math.nan, 0.0 if inside else 1.0, math.nan,
                       c.HOLDS if inside else c.FAILS)
     t_low, t_high = (mean + delta) / sem, (mean - delta) / sem
-    p_low, p_high = float(special.stdtr(n - 1, -t_low)), float(special.stdtr(n - 1, t_high))
+    (p_low, below_low), (above_high, p_high) = c.t_tails(t_low, n - 1), c.t_tails(t_high, n - 1)
     p, binding = max(p_low, p_high), t_low if p_low >= p_high else t_high
-    outside = special.stdtr(n - 1, t_low) < c.ALPHA or special.stdtr(n - 1, -t_high) < c.ALPHA
+    outside = below_low < c.ALPHA or above_high < c.ALPHA
     verdict = c.HOLDS if p < c.ALPHA else c.FAILS if outside else c.NOT_RESOLVED
     return c.Test("TOST paired", mean, sem, n, binding, p, math.nan, verdict)
 
