@@ -13,17 +13,24 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
 
-from workflow_lib.jax_setup import JOB_XLA_FLAGS, SINGLE_THREAD_XLA_FLAGS  # noqa: E402
+from workflow_lib.jax_setup import (  # noqa: E402
+    JOB_XLA_FLAGS,
+    SINGLE_THREAD_XLA_FLAGS,
+    use_compilation_cache,
+)
 
 os.environ.setdefault("XLA_FLAGS", f"{JOB_XLA_FLAGS} {SINGLE_THREAD_XLA_FLAGS}")
+# The jobs' persistent compilation cache: compilation is most of the suite's time, and the
+# workers, the tests and the workflow runs in them compile many of the same programs.
+use_compilation_cache()
 
 import jax  # noqa: E402
-import numpy as np
-import pytest
-import yaml
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+import yaml  # noqa: E402
 
-import workflow_lib  # noqa: F401  (enables float64)
-from workflow_lib.potts import model
+import workflow_lib  # noqa: E402, F401  (enables float64)
+from workflow_lib.potts import model  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
