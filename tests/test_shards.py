@@ -29,7 +29,7 @@ from workflow_lib.claims import rounded
 from workflow_lib.config import ConfigError, load_config
 from workflow_lib.pages import read_claims, results_page
 from workflow_lib.registry import registered, studies
-from workflow_lib.shard_snapshots import merge_shards
+from workflow_lib.shard_snapshots import merge_shards, shared_table
 from workflow_lib.shards import ShardError, realisations, snapshot_name
 
 # measured durations: the only columns in which a shard's tables may differ from the whole run's
@@ -285,6 +285,34 @@ def test_a_shard_outside_the_run_is_refused_with_one_line(shard, compute, messag
     with pytest.raises(ConfigError) as caught:
         load_config({**TINY, "shard": shard, "compute": {**TINY["compute"], **compute}})
     assert str(caught.value) == message
+
+
+def test_a_shared_table_merges_across_library_builds_but_not_across_configs(tmp_path):
+    """The replica theory's table, computed again by every shard, merges when a shard's copy
+    differs in the last digits (another build of NumPy or SciPy: about 1e-14 relative) and is
+    refused, naming the shard, the table and the column, when it differs as a changed config
+    would make it."""
+    table = pd.DataFrame({"alpha": [0.5, 1.0, 2.0], "source": ["theory"] * 3,
+                          "eps": [0.31, 0.12, 0.0], "n": [4, 4, 4]})
+    folders = []
+    for name, eps in (("shards/r0", table["eps"]), ("shards/r1", table["eps"] * (1 + 3e-14)),
+                      ("shards/r2", table["eps"] + [0.0, 0.0, 1e-16])):
+        folder = tmp_path / name
+        folder.mkdir(parents=True)
+        table.assign(eps=eps).to_csv(folder / "replica.csv", index=False)
+        folders.append((name, folder))
+    merged = shared_table("potts_paper", "replica", folders)
+    pd.testing.assert_frame_equal(merged, pd.read_csv(folders[0][1] / "replica.csv"))
+    for column, change in (("eps", table["eps"] * (1 + 1e-6)), ("n", [4, 4, 5])):
+        table.assign(**{column: change}).to_csv(folders[2][1] / "replica.csv", index=False)
+        with pytest.raises(ShardError) as caught:
+            shared_table("potts_paper", "replica", folders)
+        assert str(caught.value).startswith(
+            f"shards/r2: table potts_paper/replica.csv differs from shards/r0's in column "
+            f"{column}; ")
+    table.drop(columns="n").to_csv(folders[1][1] / "replica.csv", index=False)
+    with pytest.raises(ShardError, match=r"^shards/r1: .* in its columns; "):
+        shared_table("potts_paper", "replica", folders)
 
 
 def test_a_shard_keeps_each_studys_realisation_ids():

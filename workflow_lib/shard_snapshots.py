@@ -10,8 +10,8 @@ and shared tables under ``tables/<study>/`` and the measured costs of the shard'
 ``python -m workflow_lib docs --preset NAME --merge`` merges a run's shard snapshots into its
 snapshot ``docs/results/NAME/`` (``merge_shards``), each study of them as ``pages.snapshot``
 writes it from a whole run: per-realisation tables concatenated and sorted by realisation,
-shared tables taken once, summaries and claims recomputed, figures redrawn from the tables, job
-costs summed over the shards.
+shared tables taken once (every shard's alike: ``shared_table``), summaries and claims
+recomputed, figures redrawn from the tables, job costs summed over the shards.
 
 A realisation whose stage reports that its protocol cannot be met (the stage's log ends in an
 ``error:`` line, the same on a re-run: e.g. no inverse temperature that samples the target
@@ -26,7 +26,6 @@ in ``tables/<study>/started.csv`` (``study_claims.STARTED``), from which the cla
 from __future__ import annotations
 
 import inspect
-import io
 import json
 import os
 import shutil
@@ -34,6 +33,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from workflow_lib.artefacts import atomic_path, write_csv
@@ -56,6 +56,10 @@ from workflow_lib.study_claims import STARTED
 
 SHARDS = "shards"  # the folder of a run's shard snapshots, in its snapshot
 ERROR = "error: "  # how a stage's log ends when the stage reports why it failed (__main__)
+# How alike every shard's copy of a table that does not depend on the realisations must be:
+# relative to the column's scale, far above the last digits that a different build of NumPy or
+# SciPy moves (about 1e-14 in the replica theory's table), far below a change of config or code.
+SHARED_RTOL = 1e-9
 
 
 def _write_json(path: Path, record: dict[str, Any]) -> None:
@@ -306,15 +310,46 @@ def _merged_tables(holders: list[tuple[str, Path, dict[str, Any]]],
         filled = [frame for frame in frames if len(frame)] or frames[:1]
         tables[table] = pd.concat(filled, ignore_index=True)
     for table in study.shared_tables:
-        (ref, first), *others = folders
-        text = (first / f"{table}.csv").read_bytes()
-        for name, folder in others:
-            if (folder / f"{table}.csv").read_bytes() != text:
-                raise ShardError(f"{name}: table {study.name}/{table}.csv differs from {ref}'s; "
-                                 "it does not depend on the realisations, so every shard must "
-                                 "write it alike")
-        tables[table] = pd.read_csv(io.BytesIO(text))
+        tables[table] = shared_table(study.name, table, folders)
     return finish_tables(study, tables)
+
+
+def shared_table(study: str, table: str, folders: list[tuple[str, Path]]) -> pd.DataFrame:
+    """Table ``table`` of ``study`` that does not depend on the realisations (the replica
+    theory's), which every shard computes again, from the first of ``folders`` (shard name, its
+    tables folder) once every other shard's is found alike (``differing_column``):
+    ``ShardError`` naming the shard, the table and the column otherwise."""
+    (ref, first), *others = folders
+    base = pd.read_csv(first / f"{table}.csv")
+    for name, folder in others:
+        column = differing_column(base, pd.read_csv(folder / f"{table}.csv"))
+        if column is not None:
+            raise ShardError(f"{name}: table {study}/{table}.csv differs from {ref}'s in "
+                             f"{column}; it does not depend on the realisations, so every shard "
+                             f"must write it alike (floats to {SHARED_RTOL:g} of their column's "
+                             "scale)")
+    return base
+
+
+def differing_column(a: pd.DataFrame, b: pd.DataFrame) -> str | None:
+    """The first column in which tables ``a`` and ``b`` differ (``"its columns"``, ``"its
+    rows"``), or None: floats alike within ``SHARED_RTOL`` of the column's largest magnitude in
+    ``a`` (the last digits a different build of the numerical libraries moves), anything else
+    equal."""
+    if list(a.columns) != list(b.columns):
+        return "its columns"
+    if len(a) != len(b):
+        return "its rows"
+    for column in a.columns:
+        x, y = a[column].to_numpy(), b[column].to_numpy()
+        if x.dtype.kind == "f" and y.dtype.kind == "f":
+            scale = float(np.nanmax(np.abs(x), initial=0.0))
+            alike = np.allclose(x, y, rtol=0.0, atol=SHARED_RTOL * scale, equal_nan=True)
+        else:
+            alike = a[column].equals(b[column])
+        if not alike:
+            return f"column {column}"
+    return None
 
 
 def started(holders: list[tuple[str, Path, dict[str, Any]]], study: Study) -> pd.DataFrame:
