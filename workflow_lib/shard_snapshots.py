@@ -317,12 +317,12 @@ def _merged_tables(holders: list[tuple[str, Path, dict[str, Any]]],
 def shared_table(study: str, table: str, folders: list[tuple[str, Path]]) -> pd.DataFrame:
     """Table ``table`` of ``study`` that does not depend on the realisations (the replica
     theory's), which every shard computes again, from the first of ``folders`` (shard name, its
-    tables folder) once every other shard's is found alike (``differing_column``):
+    tables folder) once every other shard's is found alike (``_differing_column``):
     ``ShardError`` naming the shard, the table and the column otherwise."""
     (ref, first), *others = folders
     base = pd.read_csv(first / f"{table}.csv")
     for name, folder in others:
-        column = differing_column(base, pd.read_csv(folder / f"{table}.csv"))
+        column = _differing_column(base, pd.read_csv(folder / f"{table}.csv"))
         if column is not None:
             raise ShardError(f"{name}: table {study}/{table}.csv differs from {ref}'s in "
                              f"{column}; it does not depend on the realisations, so every shard "
@@ -331,7 +331,7 @@ def shared_table(study: str, table: str, folders: list[tuple[str, Path]]) -> pd.
     return base
 
 
-def differing_column(a: pd.DataFrame, b: pd.DataFrame) -> str | None:
+def _differing_column(a: pd.DataFrame, b: pd.DataFrame) -> str | None:
     """The first column in which tables ``a`` and ``b`` differ (``"its columns"``, ``"its
     rows"``), or None: floats alike within ``SHARED_RTOL`` of the column's largest magnitude in
     ``a`` (the last digits a different build of the numerical libraries moves), anything else
