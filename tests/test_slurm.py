@@ -11,7 +11,7 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -259,19 +259,59 @@ def slurm_jobs(cluster, workdir: Path) -> list[dict]:
     return jobs
 
 
+def cluster_threads(cluster) -> int:
+    """The threads of the sampling jobs the tests submit."""
+    return min(2, cluster.cpus)
+
+
+def sampling_run(cluster, wd: Path) -> list[str]:
+    """The workflow's two realisations' couplings and samples, with the repository's profile."""
+    slurm_workflow(wd)
+    (wd / "tiny.yaml").write_text(yaml.safe_dump(tiny_config(threads=cluster_threads(cluster))))
+    return slurm_command(*TARGETS, "--configfile", "tiny.yaml")
+
+
+def flaky_run(cluster, wd: Path) -> list[str]:
+    """A one-rule workflow whose job fails on its first attempt (``FLAKY``)."""
+    wd.mkdir(parents=True)
+    (wd / "Snakefile").write_text(FLAKY)
+    shutil.copytree(REPO / "slurm", wd / "slurm")
+    prof = yaml.safe_load((wd / "slurm" / "config.yaml").read_text())
+    prof["default-resources"] = {"mem_mb": 100}
+    (wd / "slurm" / "config.yaml").write_text(yaml.safe_dump(prof, sort_keys=False))
+    return slurm_command()
+
+
+def gpu_run(cluster, wd: Path) -> list[str]:
+    """Realisation 0's samples with ``compute.gpu`` on, the GPU jobs in the GPU partition."""
+    slurm_workflow(wd)
+    cfg = tiny_config(threads=cluster_threads(cluster), gpu=True,
+                      gpu_partition=cluster.gpu_partition)
+    (wd / "tiny.yaml").write_text(yaml.safe_dump(cfg))
+    return slurm_command(TARGETS[0], "--configfile", "tiny.yaml", "--retries", "0")
+
+
+@pytest.fixture(scope="module")
+def cluster_runs(cluster, tmp_path_factory) -> dict[str, tuple[Path, int, str]]:
+    """The three workflows of the tests below submitted to the cluster at once, as users' runs
+    share one (the plugin's waits between status checks overlap): name -> (workdir, return
+    code, output)."""
+    commands = {name: (wd, prepare(cluster, wd)) for name, prepare in
+                (("sampling", sampling_run), ("flaky", flaky_run), ("gpu", gpu_run))
+                for wd in [tmp_path_factory.mktemp(name) / "wf"]}
+    with ThreadPoolExecutor(len(commands)) as pool:
+        done = {name: pool.submit(run, cmd, wd, snakemake_env(cluster.env), RUN_TIMEOUT)
+                for name, (wd, cmd) in commands.items()}
+    return {name: (commands[name][0], *future.result()) for name, future in done.items()}
+
+
 @pytest.mark.slurm
 @pytest.mark.slow
-def test_sampling_runs_on_slurm(cluster, tmp_path):
+def test_sampling_runs_on_slurm(cluster, cluster_runs):
     from workflow_lib.artefacts import read_artefact
 
-    wd = slurm_workflow(tmp_path / "wf")
-    threads = min(2, cluster.cpus)
-    (wd / "tiny.yaml").write_text(yaml.safe_dump(tiny_config(threads=threads)))
-    t0 = time.monotonic()
-    rc, out = run(slurm_command(*TARGETS, "--configfile", "tiny.yaml"), wd,
-                  snakemake_env(cluster.env), timeout=RUN_TIMEOUT)
-    took = time.monotonic() - t0
-    print(f"\nSLURM run (2 couplings + 2 sample jobs): {took:.1f} s")
+    wd, rc, out = cluster_runs["sampling"]
+    threads = cluster_threads(cluster)
     assert rc == 0, f"{out[-8000:]}\n{cluster.logs()}"
 
     for r in (0, 1):
@@ -317,16 +357,9 @@ rule flaky:
 
 @pytest.mark.slurm
 @pytest.mark.slow
-def test_failed_job_is_retried(cluster, tmp_path):
+def test_failed_job_is_retried(cluster, cluster_runs):
     """A job that fails once is resubmitted (profile ``retries``) and the workflow succeeds."""
-    wd = tmp_path / "flaky"
-    wd.mkdir()
-    (wd / "Snakefile").write_text(FLAKY)
-    shutil.copytree(REPO / "slurm", wd / "slurm")
-    prof = yaml.safe_load((wd / "slurm" / "config.yaml").read_text())
-    prof["default-resources"] = {"mem_mb": 100}
-    (wd / "slurm" / "config.yaml").write_text(yaml.safe_dump(prof, sort_keys=False))
-    rc, out = run(slurm_command(), wd, snakemake_env(cluster.env), timeout=RUN_TIMEOUT)
+    wd, rc, out = cluster_runs["flaky"]
     assert rc == 0, f"{out[-8000:]}\n{cluster.logs()}"
     jobs = sorted(slurm_jobs(cluster, wd), key=lambda j: int(j["id"]))
     assert [j["state"] for j in jobs] == ["FAILED", "COMPLETED"], jobs
@@ -335,17 +368,13 @@ def test_failed_job_is_retried(cluster, tmp_path):
 
 @pytest.mark.slurm
 @pytest.mark.slow
-def test_gpu_jobs_ask_through_the_plugins_resources(cluster, tmp_path):
+def test_gpu_jobs_ask_through_the_plugins_resources(cluster, cluster_runs):
     """With ``compute.gpu``, a GPU rule's ``sbatch`` asks for the GPU with ``--gpus=MODEL:1`` in
     the configured partition, with its threads; the CPU rule's goes to the default partition
     without a GPU. The local cluster has no GPUs, so SLURM itself refuses the GPU job (the
     request reached ``sbatch`` as the plugin wrote it) and the run fails there."""
-    wd = slurm_workflow(tmp_path / "wf")
-    threads = min(2, cluster.cpus)
-    cfg = tiny_config(threads=threads, gpu=True, gpu_partition=cluster.gpu_partition)
-    (wd / "tiny.yaml").write_text(yaml.safe_dump(cfg))
-    rc, out = run(slurm_command(TARGETS[0], "--configfile", "tiny.yaml", "--retries", "0"), wd,
-                  snakemake_env(cluster.env), timeout=RUN_TIMEOUT)
+    _, rc, out = cluster_runs["gpu"]
+    threads = cluster_threads(cluster)
     assert rc != 0, out[-5000:]
     calls = [line for line in out.splitlines() if line.startswith("sbatch call:")]
     couplings = [c for c in calls if "--comment rule_couplings_" in c]
