@@ -296,13 +296,13 @@ def cluster_runs(cluster, tmp_path_factory) -> dict[str, tuple[Path, int, str]]:
     """The three workflows of the tests below submitted to the cluster at once, as users' runs
     share one (the plugin's waits between status checks overlap): name -> (workdir, return
     code, output)."""
-    commands = {name: (wd, prepare(cluster, wd)) for name, prepare in
-                (("sampling", sampling_run), ("flaky", flaky_run), ("gpu", gpu_run))
-                for wd in [tmp_path_factory.mktemp(name) / "wf"]}
-    with ThreadPoolExecutor(len(commands)) as pool:
-        done = {name: pool.submit(run, cmd, wd, snakemake_env(cluster.env), RUN_TIMEOUT)
-                for name, (wd, cmd) in commands.items()}
-    return {name: (commands[name][0], *future.result()) for name, future in done.items()}
+    prepare = {"sampling": sampling_run, "flaky": flaky_run, "gpu": gpu_run}
+    workdirs = {name: tmp_path_factory.mktemp(name) / "wf" for name in prepare}
+    env = snakemake_env(cluster.env)
+    with ThreadPoolExecutor(len(prepare)) as pool:
+        done = {name: pool.submit(run, prepare[name](cluster, wd), wd, env, RUN_TIMEOUT)
+                for name, wd in workdirs.items()}
+    return {name: (workdirs[name], *future.result()) for name, future in done.items()}
 
 
 @pytest.mark.slurm
