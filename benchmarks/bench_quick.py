@@ -10,7 +10,9 @@ and ``warm``, into a second results folder with the cache the cold run filled. T
 imported from the clone (``PYTHONPATH``), its dependencies from this interpreter's environment.
 Each row: the CPUs this process may run on (``cpus_usable``: ``taskset -c 0`` gives one), the
 wall time of the snakemake command, the jobs, their summed wall time and CPU time
-(Snakemake's ``benchmark:`` of each job), the longest job, and on the cold row the share of the
+(``workflow_lib.pages.job_costs``: Snakemake's ``benchmark:`` and each job's own CPU
+measurement; a commit whose jobs do not measure it gives Snakemake's sampled CPU time, which
+misses up to 30 s of each job), the longest job, and on the cold row the share of the
 job time that the warm run did not spend (``compile_share``: compiling programs, which the warm
 run reads from the cache). Rows go to ``benchmarks/results/bench_quick.csv``.
 """

@@ -12,6 +12,7 @@ import pytest
 
 from tests.conftest import ROOT
 from tests.workflow_runs import clone, snakemake_in
+from workflow_lib import job_cpu
 from workflow_lib.pages import cost_by_kind, results_page, snapshot, write_docs
 from workflow_lib.registry import studies
 
@@ -121,12 +122,16 @@ def test_a_results_page_shows_its_page_tables_and_measured_job_costs(tmp_path):
         path = results / "benchmarks" / f"{job}.tsv"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(BENCHMARK.format(s=seconds, rss=rss, cpu=cpu))
+    log = results / "logs" / "proteins" / "A" / "r0" / "plmdca.log"  # the job's own measurement
+    log.parent.mkdir(parents=True)
+    log.write_text("fitting\n" + job_cpu.LINE.format(12.25) + "\n")
     snap = tmp_path / "snap"
     assert snapshot(results, snap, study, {})
     page = results_page(snap, study, "mine")
     assert "| A | plmdca | 0.812 | 0.333 | d < 8 Å |" in page
     assert "3 jobs; the sum of their wall times 18 s, the longest 12 s" in page
-    assert "| proteins/A/r0/plmdca | 12.5 | 11 | 300 |" in page
+    assert "| proteins/A/r0/plmdca | 12.5 | 12.25 | 300 |" in page  # its log's, not sampled
+    assert "| proteins/A/data | 2.0 | 1.5 | 100 |" in page  # no log line: Snakemake's sample
     assert "| figures/protein_precision | 3.0 |" in page and "potts/other" not in page
 
 

@@ -12,8 +12,10 @@ import yaml
 
 from tests.test_mlm import BATCHED_RTOL
 from tests.workflow_runs import clone, snakemake_in
+from workflow_lib import job_cpu
 from workflow_lib.artefacts import read_artefact
 from workflow_lib.config import load_config
+from workflow_lib.pages import job_costs
 from workflow_lib.registry import studies
 from workflow_lib.studies.potts_paper.artefacts import MLM_TRAIN
 
@@ -44,6 +46,24 @@ def test_default_target_builds_every_figure(tiny_run):
         assert (tiny_run / f"results/benchmarks/{stage}.tsv").exists()
     again = snakemake_in(tiny_run, "-n")
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
+
+
+EXIT_S = 0.6  # CPU seconds of a job's shell and of its interpreter's exit
+
+
+def test_every_job_measures_its_cpu_time_at_its_end(tiny_run):
+    """Every job's log ends with the CPU time the job measured (every thread), which the run's
+    costs read: what Snakemake's benchmark sampled of the same job (its process tree, every
+    0.5 s, then every 30 s) but for the shell around it and the interpreter's exit after the
+    line (``EXIT_S``), and more for a job that ran on after the sampler's last look."""
+    results = tiny_run / "results"
+    costs = job_costs(results).set_index("job")
+    sampled = {job: pd.read_csv(results / "benchmarks" / f"{job}.tsv", sep="\t")["cpu_time"]
+               .iloc[-1] for job in costs.index}
+    for job, row in costs.iterrows():
+        assert job_cpu.from_log(results / "logs" / f"{job}.log") == row["cpu_s"], job
+        assert row["cpu_s"] >= sampled[job] - EXIT_S, (job, row["cpu_s"], sampled[job])
+    assert (costs["cpu_s"] > pd.Series(sampled) + EXIT_S).any()
 
 
 # Attributes that record when, where or how fast an artefact was made, not its numbers

@@ -25,6 +25,7 @@ import json
 import logging
 import sys
 
+from workflow_lib import job_cpu
 from workflow_lib.backend import BackendError
 from workflow_lib.commands import add_commands, run
 from workflow_lib.jax_setup import configure_jax
@@ -33,7 +34,8 @@ from workflow_lib.registry import Job, stages
 
 def _run_stage(name: str, job_json: str) -> None:
     """Stage ``name`` on the job ``job_json`` holds, or on each of the list of jobs it holds (a
-    chunk of realisations, ``rules/common.smk``'s ``per_realisation``), in turn."""
+    chunk of realisations, ``rules/common.smk``'s ``per_realisation``), in turn; the job's CPU
+    time is its log's last line (``workflow_lib.job_cpu``)."""
     given = json.loads(job_json)
     jobs = [Job(**each) for each in (given if isinstance(given, list) else [given])]
     configure_jax(jobs[0].threads, jobs[0].device, f"rule {name}")
@@ -41,6 +43,7 @@ def _run_stage(name: str, job_json: str) -> None:
     stage = getattr(importlib.import_module(module), func)
     for job in jobs:
         stage(job)
+    logging.getLogger("workflow_lib").info(job_cpu.LINE.format(job_cpu.seconds_so_far()))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from workflow_lib import job_cpu
 from workflow_lib.calibration import power_markdown, power_table
 from workflow_lib.claims import CHECK, CLAIM, COLUMNS, VERDICTS
 from workflow_lib.config import load_schema
@@ -95,7 +96,11 @@ def job_costs(results: Path, study: Study | None = None) -> pd.DataFrame:
     """The measured cost of every job of ``study`` (``None``: of every job) in the run in
     ``results``, read from the benchmark Snakemake wrote for it (``RESULTS/benchmarks/<folder>/
     **.tsv`` for the study's ``folders``, and its figures; the latest line of each): columns job
-    (the benchmark's path without the extension), wall_s, cpu_s, max_rss_mb; sorted by job."""
+    (the benchmark's path without the extension), wall_s, cpu_s, max_rss_mb; sorted by job.
+    cpu_s is the CPU time the job measured at its end, its log's last line
+    (``RESULTS/logs/<job>.log``, ``workflow_lib.job_cpu``); for a job whose log lacks it (run
+    by a version that did not write it), Snakemake's sampled ``cpu_time``, which misses up to
+    30 s of the job's end."""
     bench = results / "benchmarks"
     files = list(bench.rglob("*.tsv")) if study is None else [
         *(f for folder in study.folders or (study.name,) for f in (bench / folder).rglob("*.tsv")),
@@ -103,8 +108,10 @@ def job_costs(results: Path, study: Study | None = None) -> pd.DataFrame:
     rows = []
     for path in sorted(f for f in files if f.is_file()):
         last = pd.read_csv(path, sep="\t").iloc[-1]
-        rows.append({"job": path.relative_to(bench).with_suffix("").as_posix(),
-                     "wall_s": last["s"], "cpu_s": last["cpu_time"],
+        job = path.relative_to(bench).with_suffix("").as_posix()
+        measured = job_cpu.from_log(results / "logs" / f"{job}.log")
+        rows.append({"job": job, "wall_s": last["s"],
+                     "cpu_s": last["cpu_time"] if measured is None else measured,
                      "max_rss_mb": last["max_rss"]})
     return pd.DataFrame(rows, columns=["job", "wall_s", "cpu_s", "max_rss_mb"])
 
