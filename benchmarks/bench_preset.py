@@ -15,8 +15,9 @@ once. The jobs are projected as they ran: one thread each, with the run's realis
 training job. The ``projection`` row sums the job time and spreads it over 2 and 8 such jobs
 at a time: a lower bound on the wall time, which also waits on the jobs' dependencies (never
 below the longest job). Each kind's row also holds its jobs' CPU time (``run_cpu_seconds``,
-each job's own measurement, ``workflow_lib.pages.job_costs``): with one thread per job, the time a core spent on them, which jobs
-sharing a core with other work do not inflate as they do the wall time. Rows hold the run's
+each job's own measurement, ``workflow_lib.pages.job_costs``): with one thread per job, the
+time a core spent on them, which jobs sharing a core with other work do not inflate as they do
+the wall time. Rows hold the run's
 backend and device, read from its artefacts.
 """
 

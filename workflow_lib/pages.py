@@ -162,8 +162,10 @@ def _costs_section(costs: pd.DataFrame) -> list[str]:
              f"{len(costs)} jobs; the sum of their wall times {costs['wall_s'].sum():.0f} s, the "
              f"longest {costs['wall_s'].max():.0f} s, the largest memory "
              f"{costs['max_rss_mb'].max():.0f} MB; from Snakemake's benchmark of each job on the "
-             "machine of the run (its CPU and load are not recorded). Per kind of job, summed "
-             "over realisations:", "",
+             "machine of the run (its CPU and load are not recorded). The CPU time is the job's "
+             "own measurement at its end; a job that did not write one (a run made before jobs "
+             "measured it) has Snakemake's sample, which misses up to 30 s of the job's end. Per "
+             "kind of job, summed over realisations:", "",
              "| job | jobs | wall (s) | longest (s) | CPU (s) |", "|---|---|---|---|---|"]
     lines += [f"| {r.kind} | {r.jobs} | {r.wall_s:.1f} | {r.longest_s:.1f} | {_number(r.cpu_s)} |"
               for r in cost_by_kind(costs).itertuples()]
