@@ -17,8 +17,7 @@ at a time: a lower bound on the wall time, which also waits on the jobs' depende
 below the longest job). Each kind's row also holds its jobs' CPU time (``run_cpu_seconds``,
 each job's own measurement, ``workflow_lib.pages.job_costs``): with one thread per job, the
 time a core spent on them, which jobs sharing a core with other work do not inflate as they do
-the wall time. Rows hold the run's
-backend and device, read from its artefacts.
+the wall time. Rows hold the run's backend and device, read from its artefacts.
 """
 
 from __future__ import annotations
