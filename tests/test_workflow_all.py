@@ -53,9 +53,11 @@ EXIT_S = 0.6  # CPU seconds of a job's shell and of its interpreter's exit
 
 def test_every_job_measures_its_cpu_time_at_its_end(tiny_run):
     """Every job's log ends with the CPU time the job measured (every thread), which the run's
-    costs read: what Snakemake's benchmark sampled of the same job (its process tree, every
-    0.5 s, then every 30 s) but for the shell around it and the interpreter's exit after the
-    line (``EXIT_S``), and more for a job that ran on after the sampler's last look."""
+    costs read: at least what Snakemake's benchmark sampled of the same job (its process tree,
+    every 0.5 s, then every 30 s) but for the shell around it and the interpreter's exit after
+    the line (``EXIT_S``). A tiny job ends before the sampler's first sparse look, so the two
+    agree here; that the measure counts children the sampler can miss is
+    ``test_job_cpu_time_counts_threads_and_children``."""
     results = tiny_run / "results"
     costs = job_costs(results).set_index("job")
     sampled = {job: pd.read_csv(results / "benchmarks" / f"{job}.tsv", sep="\t")["cpu_time"]
@@ -63,7 +65,6 @@ def test_every_job_measures_its_cpu_time_at_its_end(tiny_run):
     for job, row in costs.iterrows():
         assert job_cpu.from_log(results / "logs" / f"{job}.log") == row["cpu_s"], job
         assert row["cpu_s"] >= sampled[job] - EXIT_S, (job, row["cpu_s"], sampled[job])
-    assert (costs["cpu_s"] > pd.Series(sampled) + EXIT_S).any()
 
 
 # Attributes that record when, where or how fast an artefact was made, not its numbers
