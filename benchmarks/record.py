@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import csv
 import os
-import platform
 import shlex
 import subprocess
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+
+from workflow_lib import host
 
 RESULTS = Path(__file__).resolve().parent / "results"
 HOST_COLUMNS = ("host_cpu", "cpus", "backend", "device", "jax_version", "commit", "date")
@@ -30,16 +31,6 @@ THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "XLA
 def default_csv(script: str) -> Path:
     """``benchmarks/results/<script name>.csv`` for the script at path ``script``."""
     return RESULTS / f"{Path(script).stem}.csv"
-
-
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def _commit() -> str:
@@ -70,7 +61,7 @@ def host_columns() -> dict[str, str]:
     except ImportError:
         jax_columns = dict.fromkeys(("backend", "device", "jax_version"), "none")
     return {
-        "host_cpu": _cpu_model(),
+        "host_cpu": host.cpu(),
         "cpus": str(os.cpu_count() or "unknown"),
         **jax_columns,
         "commit": _commit(),

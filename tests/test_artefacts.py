@@ -20,7 +20,7 @@ def test_roundtrip_with_provenance(tmp_path):
     np.testing.assert_array_equal(art["x"], np.arange(10_000).reshape(100, 100))
     for key in ("created", "workflow_lib_version", "git_commit", "config_digest", "seeds",
                 "jax_version", "numpy_version", "h5py_version", "config", "xla_flags",
-                "host_cpus", "jax_backend", "jax_device"):
+                "host_cpus", "host_cpu", "jax_backend", "jax_device"):
         assert key in art.attrs
     assert art.attrs["score"] == 0.5
     with h5py.File(path) as f:

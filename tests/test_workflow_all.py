@@ -4,6 +4,8 @@ The run is the session's shared ``tiny_run`` (``tests/conftest.py``), which the 
 fault tests read too.
 """
 
+import json
+
 import h5py
 import numpy as np
 import pandas as pd
@@ -12,7 +14,7 @@ import yaml
 
 from tests.test_mlm import BATCHED_RTOL
 from tests.workflow_runs import clone, snakemake_in
-from workflow_lib import job_cpu
+from workflow_lib import host, job_cpu
 from workflow_lib.artefacts import read_artefact
 from workflow_lib.config import load_config
 from workflow_lib.pages import job_costs
@@ -44,6 +46,8 @@ def test_default_target_builds_every_figure(tiny_run):
     for stage in logged:
         assert (tiny_run / f"results/logs/{stage}.log").exists()
         assert (tiny_run / f"results/benchmarks/{stage}.tsv").exists()
+    manifest = json.loads((tiny_run / "results/manifest.json").read_text())
+    assert manifest["host"]["cpu"] == host.cpu()  # the processor the numbers are exact on
     again = snakemake_in(tiny_run, "-n")
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
 

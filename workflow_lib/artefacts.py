@@ -4,8 +4,9 @@ Every file carries the attributes ``schema`` (e.g. ``potts-samples/1``), ``creat
 ``workflow_lib_version``, ``git_commit``, ``config_digest``, ``config`` (the JSON of the params the
 job depended on), ``seeds``, the versions of jax, numpy and h5py, and the compute context that can
 change float results: ``jax_backend`` and ``jax_device`` (``cpu`` and ``cpu``, or ``gpu`` and the
-GPU's model name: ``workflow_lib.backend.describe``), ``xla_flags`` and ``host_cpus`` (float32
-transformer training differs in its last digits between one and several XLA threads). It is
+GPU's model name: ``workflow_lib.backend.describe``), ``xla_flags``, ``host_cpus`` (float32
+transformer training differs in its last digits between one and several XLA threads) and
+``host_cpu`` (the processor: ``workflow_lib.host``). It is
 written under a temporary name in the target folder and renamed when complete, so an interrupted
 job never leaves a file that looks complete.
 
@@ -30,6 +31,7 @@ import h5py
 import numpy as np
 
 import workflow_lib
+from workflow_lib import host
 from workflow_lib.backend import describe as describe_backend
 from workflow_lib.config import digest
 
@@ -69,6 +71,7 @@ def provenance(params: Mapping[str, Any], seeds: Mapping[str, int]) -> dict[str,
         **describe_backend(),
         "xla_flags": os.environ.get("XLA_FLAGS", ""),
         "host_cpus": str(os.cpu_count()),
+        "host_cpu": host.cpu(),
     }
 
 

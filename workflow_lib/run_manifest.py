@@ -4,7 +4,8 @@
 its config without ``shards.RUN_KEYS`` and that config's digest, each study's realisations in the
 run, the code digest of every rule of each study's science (``Study.science``;
 ``workflow_lib.code_digest``), the backend of the jobs marked for a GPU and the host that ran the
-workflow. A snapshot of the run reads it (``workflow_lib.shard_snapshots``).
+workflow (its processor: ``workflow_lib.host``). A snapshot of the run reads it
+(``workflow_lib.shard_snapshots``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import os
 import platform
 from typing import Any
 
+from workflow_lib import host
 from workflow_lib.artefacts import atomic_path
 from workflow_lib.code_digest import stage_digest
 from workflow_lib.config import digest
@@ -29,7 +31,7 @@ def record(params: dict[str, Any]) -> dict[str, Any]:
             for name in params["realisations"]}
     return {**params, "config_digest": digest(params["config"]), "code": code,
             "backend": "gpu" if params["config"]["compute"]["gpu"] else "cpu",
-            "host": {"name": platform.node(), "cpus": os.cpu_count(),
+            "host": {"name": platform.node(), "cpu": host.cpu(), "cpus": os.cpu_count(),
                      "system": platform.platform()}}
 
 
