@@ -52,7 +52,7 @@ def test_default_target_builds_every_figure(tiny_run):
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
 
 
-EXIT_S = 0.6  # CPU seconds of a job's shell and of its interpreter's exit
+EXIT_S = 1.0  # CPU seconds of a job's shell and of its interpreter's exit, with a margin
 
 
 def test_every_job_measures_its_cpu_time_at_its_end(tiny_run):
