@@ -24,8 +24,8 @@ def cpu(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
         return platform.processor() or "unknown"
     fields = {key.strip(): value.strip()
               for key, value in (line.split(":", 1) for line in first.splitlines() if ":" in line)}
-    model = fields.get("model name") or fields.get("Model name") or platform.processor()
+    model = fields.get("model name") or platform.processor() or "unknown"
     flags = set((fields.get("flags") or fields.get("Features") or "").split())
     details = [f"family {fields['cpu family']}"] if fields.get("cpu family") else []
     details += [ext for ext in VECTOR_EXTENSIONS if ext in flags][:1]
-    return f"{model or 'unknown'}" + (f" ({', '.join(details)})" if details else "")
+    return model + (f" ({', '.join(details)})" if details else "")
