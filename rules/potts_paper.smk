@@ -4,7 +4,6 @@
 # workflow_lib/studies/potts_paper/registry.py.
 
 from workflow_lib.mlm.architectures import (
-    FIG2B,
     interpolation_runs,
     transformer_layers,
     wildcard_pattern,
@@ -136,6 +135,4 @@ study_tables(
     simulations=rules.replica_sims.output.simulations,
 )
 study_claims("potts_paper")
-# Fig. 2b also draws the trained models of realisation 0
-study_figure("potts_paper",
-             fig2b={"models": [f"{RESULTS}/train/{a}/r0.h5" for a in FIG2B if a in ARCHS]})
+study_figure("potts_paper")

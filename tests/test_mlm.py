@@ -415,6 +415,48 @@ def test_convergence_criterion():
     assert not metrics.convergence(np.full(10, np.nan), 0.1, 1e-3)["converged"]
 
 
+def test_stop_criterion():
+    """A run stops once its lowest held-out loss of the last window improves on the lowest
+    before by less than the tolerance; a run still falling, or too short to tell, goes on;
+    evaluations a run skipped (NaN) do not count."""
+    epoch = np.arange(10, 101, 10)
+    flat = np.concatenate([np.linspace(2.0, 1.0, 5), np.full(5, 1.0)])[:, None]
+    falling = np.linspace(2.0, 1.0, 10)[:, None]
+    both = np.concatenate([flat, falling], axis=1)
+    np.testing.assert_array_equal(metrics.stopped(epoch, both, 40, 1e-3), [True, False])
+    assert not metrics.stopped(epoch, both, 100, 1e-3).any()  # no evaluation before the window
+    assert metrics.stopped(epoch, falling, 40, 0.5).all()  # improving by less than half
+    gappy = np.where(np.arange(10)[:, None] % 2, np.nan, flat)
+    assert metrics.stopped(epoch, gappy, 40, 1e-3).all()
+
+
+@pytest.mark.slow
+def test_stop_window_keeps_the_lowest_held_out_loss_and_ends_early(potts):
+    """With a stop window, a transformer whose held-out loss has stopped improving ends before
+    its cap, converged, keeping the parameters of its lowest held-out loss (the kept metrics
+    are that evaluation's, and re-evaluating the kept parameters gives them); one that cannot
+    meet the criterion (tolerance 0 on a still-falling loss) runs to the cap, not converged."""
+    train_seqs, test_seqs, J, U = potts
+    train_seqs, test_seqs = train_seqs[:600], test_seqs[:300]
+    cfg = {**FAST, "epochs": 400, "model_dim": 8, "restarts": 2, "eval_every": 4,
+           "stop_window": 40, "stop_tol": 0.01}
+    run = train.train_mlm("vanilla1", cfg, train_seqs, test_seqs, J, U, BETA, jax.random.key(3))
+    m, h = run.metrics, run.history
+    assert m["converged"] and m["stop_epoch"] < 400 and m["epoch_cap"] == 400
+    assert h["epoch"][-1] == m["stop_epoch"] and m["stop_epoch"] % 12 == 0  # chunks of 12
+    kept = int(np.argmin(h["test_loss_heldout"]))
+    assert m["best_epoch"] == h["epoch"][kept]
+    assert m["test_loss_heldout"] == h["test_loss_heldout"][kept] < h["test_loss_heldout"][-1]
+    # the kept map is that evaluation's: its fit to J, in float64, is the history's float32 one
+    assert m["pearson_r"] == pytest.approx(h["pearson_r"][kept], rel=1e-4)
+    assert m["pearson_r"] != pytest.approx(h["pearson_r"][-1], rel=1e-4)
+    assert m["supervised_per_epoch"] == 600  # one masked site per sequence
+    falling = train.train_mlm("vanilla1", {**cfg, "epochs": 24, "stop_tol": 0.5,
+                                           "stop_window": 200}, train_seqs, test_seqs, J, U,
+                              BETA, jax.random.key(3))
+    assert not falling.metrics["converged"] and falling.metrics["stop_epoch"] == 24
+
+
 def test_in_training_set():
     train_seqs = np.array([[0, 1, 2], [2, 2, 2]])
     test_seqs = np.array([[2, 2, 2], [0, 1, 1], [0, 1, 2], [1, 0, 2]], np.uint8)  # dtypes differ

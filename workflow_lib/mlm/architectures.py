@@ -53,10 +53,11 @@ def restarts(training: dict, family: str) -> int:
 def training_config(training: dict, arch: str) -> dict:
     """The options of ``train.train_mlm`` for run ``arch`` (``parse_arch``) from a ``training``
     config section: its family's learning rate (``learning_rates``, else ``learning_rate``),
-    restarts and polish iterations (``family_option``: ``arch_restarts``,
-    ``arch_polish_max_iter``), its mixing ``a`` when interpolated, every other option as given."""
+    restarts, polish iterations, epochs and stop window (``family_option``: ``arch_restarts``,
+    ``arch_polish_max_iter``, ``arch_epochs``, ``arch_stop_window``), its mixing ``a`` when
+    interpolated, every other option as given."""
     family, a = parse_arch(arch)
-    overrides = ("restarts", "polish_max_iter")
+    overrides = ("restarts", "polish_max_iter", "epochs", "stop_window")
     cfg = {k: v for k, v in training.items()
            if k not in ("architectures", "interpolation_a", "learning_rates",
                         *(f"arch_{name}" for name in overrides))}  # fmt: skip

@@ -26,7 +26,7 @@ from jax import lax
 
 from workflow_lib.mlm.batching import epoch_batches
 from workflow_lib.mlm.evaluation import EVAL_KEYS, evaluate
-from workflow_lib.mlm.metrics import reconstruction, sq_norm
+from workflow_lib.mlm.metrics import reconstruction, sq_norm, stopped
 from workflow_lib.mlm.models import ArchSpec, Params, init
 from workflow_lib.mlm.objective import full_loss, mlm_loss
 from workflow_lib.mlm.plan import Plan
@@ -59,14 +59,17 @@ def over_restarts(spec: ArchSpec, f: Callable) -> Callable:
 
 def train_epochs(
     spec: ArchSpec, opt: optax.GradientTransformation, plan: Plan, carry: tuple, epochs: Array,
-    keys: Array, train: Array, test: Array, heldout: Array, J: Array,
+    keys: Array, train: Array, test: Array, heldout: Array, J: Array, active: Array | None = None,
 ) -> tuple[tuple, dict[str, Array]]:
     """The epochs ``epochs`` (0-based indices, ``(n,)``) of ``R = plan.restarts`` restarts of
     each of ``K`` problems side by side: problem ``k`` trains on ``train[k]: (M, L)`` and is
     evaluated on ``test[k]: (M_test, L)`` (``heldout[k]: (M_test,)``, ``J[k]: (L, L)``:
     ``evaluation.evaluate``) on the epochs ``plan`` evaluates. ``carry``: ``((params,
     opt_state), att)``, leading axes ``(K, R)``, ``att`` the last evaluated attention maps ``(K,
-    R, L, L)``; ``keys: (K, R)``, the restarts' training keys.
+    R, L, L)``; ``keys: (K, R)``, the restarts' training keys. With a stop window
+    (``plan.stop_window``) the carry also holds ``best``: the parameters and map of each
+    restart's lowest held-out test loss so far (the test loss where no sequence is held out) and
+    that loss ``(K, R)``, updated at every evaluation of a restart still ``active: (K, R)``.
 
     Returns the carry after the last epoch and the per-epoch metrics ``HISTORY_KEYS``, each
     ``(n, K, R)`` (NaN on epochs that are not evaluated).
@@ -97,8 +100,20 @@ def train_epochs(
     def skip(params, att):
         return {k: jnp.full((K, plan.restarts), jnp.nan, att.dtype) for k in EVAL_KEYS}, att
 
+    def keep_best(best, params, att, metrics):
+        best_params, best_att, best_loss = best
+        loss = jnp.where(jnp.isnan(metrics["test_loss_heldout"]), metrics["test_loss"],
+                         metrics["test_loss_heldout"])
+        better = active & (loss < best_loss)  # NaN (not evaluated) is never better
+
+        def pick(new, old):
+            return jnp.where(better.reshape(better.shape + (1,) * (new.ndim - 2)), new, old)
+
+        return (jax.tree_util.tree_map(pick, params, best_params), pick(att, best_att),
+                pick(loss, best_loss))
+
     def body(carry, e):
-        state, att = carry
+        state, att, *best = carry
         epoch_keys = jax.vmap(jax.vmap(jax.random.fold_in, (0, None)), (0, None))(keys, e)
         state, train_loss = jax.vmap(problem_epoch)(state, epoch_keys, train)
         metrics, att = lax.cond(
@@ -108,15 +123,17 @@ def train_epochs(
             state[0],
             att,
         )
-        return (state, att), {"train_loss": train_loss, **metrics}
+        best = [keep_best(best[0], state[0], att, metrics)] if plan.stop_window else []
+        return (state, att, *best), {"train_loss": train_loss, **metrics}
 
     return lax.scan(body, carry, epochs)
 
 
 def _begin(spec: ArchSpec, opt: optax.GradientTransformation, plan: Plan, key: Array,
            test: Array, J: Array, U: Array, beta: Array) -> tuple:  # fmt: skip
-    """The optimal test loss ``(K,)`` (float64), the first carry of ``train_epochs`` (float32)
-    and the restarts' training keys ``(K, R)``."""
+    """The optimal test loss ``(K,)`` (float64), the first carry of ``train_epochs`` (float32;
+    with a stop window, ``best`` starts at the initial parameters and an infinite loss) and the
+    restarts' training keys ``(K, R)``."""
     optimum = jax.vmap(optimal_loss)(test, J, U, beta)
     with jax.enable_x64(False):
         key = jax.random.wrap_key_data(jax.random.key_data(key), impl=PRNG_IMPL)
@@ -125,16 +142,18 @@ def _begin(spec: ArchSpec, opt: optax.GradientTransformation, plan: Plan, key: A
         params = jax.vmap(jax.vmap(lambda k: init(spec, k)))(k_init)
         state = (params, jax.vmap(jax.vmap(opt.init))(params))
         att = jnp.zeros((J.shape[0], plan.restarts, spec.L, spec.L), jnp.float32)
-    return optimum, (state, att), k_train
+        best = [(params, att, jnp.full(att.shape[:2], jnp.inf, att.dtype))] if (
+            plan.stop_window) else []
+    return optimum, (state, att, *best), k_train
 
 
 def _epochs(spec: ArchSpec, opt: optax.GradientTransformation, plan: Plan, n: int, carry: tuple,
             first: Array, keys: Array, train: Array, test: Array, heldout: Array,
-            J: Array) -> tuple:  # fmt: skip
+            J: Array, active: Array | None = None) -> tuple:  # fmt: skip
     """``n`` epochs from epoch ``first`` (``train_epochs``, float32)."""
     with jax.enable_x64(False):
         return train_epochs(spec, opt, plan, carry, first + jnp.arange(n, dtype=jnp.int32), keys,
-                            train, test, heldout, J)
+                            train, test, heldout, J, active)
 
 
 def _finish(spec: ArchSpec, params: Params, att: Array, train: Array, J: Array) -> tuple:
@@ -152,6 +171,43 @@ def chunks(plan: Plan) -> list[int]:
     after each), the remainder last."""
     full, rest = divmod(plan.epochs, plan.log_every)
     return [plan.log_every] * full + ([rest] if rest else [])
+
+
+class Stop:
+    """The stop criterion of a run with a stop window (``metrics.STOP``), read on the host at
+    the end of each compiled chunk: which of the ``(K, R)`` restarts still train (``active``)
+    and the epoch each stopped at (``epochs``, the cap for one that never met the criterion;
+    ``met``: whether it did). Without a window every restart trains every epoch."""
+
+    def __init__(self, plan: Plan, shape: tuple[int, ...]) -> None:
+        self.plan = plan
+        self.active = np.ones(shape, bool)
+        self.met = np.zeros(shape, bool)
+        self.epochs = np.full(shape, plan.epochs, np.int64)
+
+    def arguments(self) -> tuple[np.ndarray, ...]:
+        """The chunk program's ``active`` argument, where it has one."""
+        return (self.active,) if self.plan.stop_window else ()
+
+    def update(self, done: int, history: list[dict[str, np.ndarray]]) -> bool:
+        """After ``done`` epochs (``history``: the chunks' metrics so far): the restarts that meet
+        the criterion stop there; True when none trains on."""
+        if not self.plan.stop_window:
+            return False
+        loss = np.concatenate([h["test_loss_heldout"] for h in history])
+        loss = np.where(np.isnan(loss), np.concatenate([h["test_loss"] for h in history]), loss)
+        evaluated = ~np.isnan(loss).all(axis=(1, 2))
+        now = stopped(np.flatnonzero(evaluated) + 1, loss[evaluated], self.plan.stop_window,
+                      self.plan.stop_tol) & self.active
+        self.met |= now
+        self.epochs[now] = done
+        self.active &= ~now
+        return not self.active.any()
+
+    def mask(self, history: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """``history`` (``(epochs run, K, R)`` per key) with NaN after each restart's stop."""
+        after = np.arange(1, len(history["train_loss"]) + 1)[:, None, None] > self.epochs
+        return {k: np.where(after, np.nan, v) for k, v in history.items()}
 
 
 class Run:
@@ -181,10 +237,13 @@ class Run:
         _, carry, keys = jax.eval_shape(begin, key, test, J, U, beta)
         f32 = (jax.ShapeDtypeStruct(heldout.shape, jnp.float32),
                jax.ShapeDtypeStruct(J.shape, jnp.float32))
+        # the restarts still training: an argument only where a stop window reads it
+        active = (jax.ShapeDtypeStruct(keys.shape, jnp.bool_),) if plan.stop_window else ()
         self.epochs = {n: compile(partial(_epochs, spec, opt, plan, n), carry, np.int32(0), keys,
-                                  train, test, *f32)
+                                  train, test, *f32, *active)
                        for n in sorted(set(chunks(plan)))}
-        self.finish = compile(partial(_finish, spec), carry[0][0], carry[1], train, J)
+        kept = carry[2][:2] if plan.stop_window else (carry[0][0], carry[1])
+        self.finish = compile(partial(_finish, spec), *kept, train, J)
 
     def __call__(self, key: Array, train: np.ndarray, test: np.ndarray, heldout: np.ndarray,
                  J: np.ndarray, U: np.ndarray, beta: np.ndarray) -> tuple:  # fmt: skip
@@ -195,20 +254,29 @@ class Run:
         Returns the optimal test loss ``(K,)`` and, per problem and restart (leading axes ``(K,
         R)``), the final params, the attention map ``(K, R, L, L)``, the training loss on all
         sites ``(K, R)`` (to choose the best restart) and the float64 ``reconstruction`` of the
-        map, three ``(K, R)`` arrays; the history is ``(epochs, K, R)`` (``train_epochs``)."""
+        map, three ``(K, R)`` arrays; the history is ``(epochs run, K, R)`` (``train_epochs``;
+        NaN after a restart's stop); last, the epoch each restart stopped at and whether it met
+        the criterion there, two ``(K, R)`` arrays. With a
+        stop window the params and map are those of each restart's lowest held-out loss
+        (``Stop``), and the run ends when every restart has stopped."""
         optimum, carry, keys = self.begin(key, test, J, U, beta)
         logged = np.asarray(optimum, np.float32)
         train, test, heldout32, J32 = jax.device_put(
             (train, test, np.asarray(heldout, np.float32), np.asarray(J, np.float32)))
-        self.progress.start(self.plan.epochs, self.plan.steps)
+        plan = self.plan
+        self.progress.start(plan.epochs, plan.steps)
+        stop = Stop(plan, keys.shape)
         history, first = [], 0
-        for n in chunks(self.plan):
+        for n in chunks(plan):
             carry, metrics = self.epochs[n](carry, np.int32(first), keys, train, test, heldout32,
-                                            J32)
+                                            J32, *stop.arguments())
             first += n
             history.append(jax.device_get(metrics))
             self.progress(first - 1, {k: v[-1] for k, v in history[-1].items()}, logged)
-        (params, _), att = carry
-        train_losses, fits = self.finish(params, att, train, J)
+            if stop.update(first, history):
+                break
         history = {k: np.concatenate([h[k] for h in history]) for k in HISTORY_KEYS}
-        return optimum, params, history, att, train_losses, fits
+        params, att = carry[2][:2] if plan.stop_window else (carry[0][0], carry[1])
+        train_losses, fits = self.finish(params, att, train, J)
+        return (optimum, params, stop.mask(history), att, train_losses, fits,
+                (stop.epochs, stop.met))

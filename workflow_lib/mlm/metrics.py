@@ -17,6 +17,11 @@ CONVERGENCE = (
     "convergence_window x epochs epochs, (mean(previous) - mean(last)) / mean(last), below "
     "convergence_tol"
 )
+STOP = (
+    "the held-out test loss stopped improving: at the end of a compiled chunk of epochs, its "
+    "lowest value over the last stop_window epochs is below its lowest value before them by "
+    "less than stop_tol (relative); the parameters of the lowest held-out loss are kept"
+)
 
 
 def reconstruction(att: Array, J: Array, gauge: bool = False) -> tuple[Array, Array, Array]:
@@ -41,6 +46,18 @@ def reconstruction(att: Array, J: Array, gauge: bool = False) -> tuple[Array, Ar
 def sq_norm(params: Params) -> Array:
     """Sum of squares of every parameter."""
     return sum(jnp.sum(jnp.square(x)) for x in jax.tree_util.tree_leaves(params))
+
+
+def stopped(epoch: np.ndarray, loss: np.ndarray, window: int, tol: float) -> np.ndarray:
+    """The stop criterion ``STOP`` after the evaluations ``epoch: (n,)`` (1-based, ascending)
+    with held-out losses ``loss: (n, ...)`` (NaN where a run was not evaluated): per run, True
+    once the lowest loss of the last ``window`` epochs is below the lowest before them by less
+    than ``tol`` relative (never before ``window`` epochs have been evaluated before them)."""
+    last = epoch > epoch[-1] - window if len(epoch) else epoch.astype(bool)
+    if not last.any() or last.all():
+        return np.zeros(loss.shape[1:], bool)
+    before, recent = np.nanmin(loss[~last], axis=0), np.nanmin(loss[last], axis=0)
+    return (before - recent) < tol * np.abs(before)
 
 
 def convergence(train_loss: np.ndarray, window: float, tol: float) -> dict[str, float | bool]:

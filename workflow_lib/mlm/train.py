@@ -48,7 +48,7 @@ from workflow_lib.config import schema_defaults
 from workflow_lib.mlm.compiled import CompiledRuns
 from workflow_lib.mlm.evaluation import evaluate
 from workflow_lib.mlm.loop import Run
-from workflow_lib.mlm.metrics import CONVERGENCE, convergence, reconstruction
+from workflow_lib.mlm.metrics import CONVERGENCE, STOP, convergence, reconstruction
 from workflow_lib.mlm.models import ArchSpec, Params, arch_spec, flatten_params
 from workflow_lib.mlm.objective import full_loss
 from workflow_lib.mlm.plan import Plan, make_plan
@@ -163,9 +163,10 @@ def train_many(arch: str, cfg: dict, problems: Sequence[Problem],
 
     compiled = runs.get((spec, name, lr, plan), args, compile_run)
     t_compiled = time.perf_counter()
-    optimum, params, history, att, train_losses, fits = jax.device_get(compiled(*args))
+    optimum, params, history, att, train_losses, fits, stops = jax.device_get(compiled(*args))
     t_done = time.perf_counter()
-    steps = plan.epochs * plan.steps  # optimiser steps; all problems and restarts advance together
+    # optimiser steps; all problems and restarts advance together until the last stops
+    steps = len(history["train_loss"]) * plan.steps
     program = {"steps": steps, "steps_per_second": steps / (t_done - t_compiled),
                "compile_seconds": t_compiled - t_start, "realisations_per_program": K,
                "program_seconds": t_done - t_start}
@@ -176,21 +177,34 @@ def train_many(arch: str, cfg: dict, problems: Sequence[Problem],
                 (float(optimum[k]), heldout_optimum[k]),
                 jax.tree_util.tree_map(lambda x, k=k: x[k], params),
                 {key: v[:, k] for key, v in history.items()}, att[k], train_losses[k],
-                [x[k] for x in fits], program)
+                [x[k] for x in fits], [x[k] for x in stops], program)
         for k in range(K)
     ]
+
+
+def _kept_evaluation(history: dict[str, np.ndarray], plan: Plan) -> int:
+    """The index of the evaluation whose parameters a run keeps: its last, or with a stop window
+    its lowest held-out test loss (the test loss where no sequence is held out), the first of
+    equals, as ``loop.train_epochs`` keeps them."""
+    if not plan.stop_window:
+        return len(history["epoch"]) - 1
+    loss = history["test_loss_heldout"]
+    return int(np.argmin(np.where(np.isnan(loss), history["test_loss"], loss)))
 
 
 def _result(arch: str, spec: ArchSpec, plan: Plan, cfg: dict, train: np.ndarray,
             test: np.ndarray, in_train: np.ndarray, J: np.ndarray,
             optima: tuple[float, float],
             params: Params, history: dict[str, np.ndarray], att: np.ndarray,
-            train_losses: np.ndarray, fits: list[np.ndarray],
+            train_losses: np.ndarray, fits: list[np.ndarray], stops: list[np.ndarray],
             program: dict[str, float | int]) -> TrainResult:  # fmt: skip
     """One problem's ``TrainResult`` from its share of ``loop.Run``'s output (restart axis
     first; ``history`` values ``(epochs, R)``): the best restart by training loss, polished (the
     factored family), with its metrics (``adam_*``: those of the Adam solution before any
     polish); ``optima``: the optimal loss on the test set and on its held-out part;
+    ``stops``: each restart's stop epoch and whether it met the stop criterion, ``(R,)`` each
+    (``loop.Stop``; with a stop window the kept parameters are the lowest held-out loss's, its
+    metrics the final ones, and converged means the criterion was met before the cap);
     ``program``: the shared program's sizes and timings."""
     t_start = time.perf_counter()
     optimum, heldout_optimum = optima
@@ -204,14 +218,22 @@ def _result(arch: str, spec: ArchSpec, plan: Plan, cfg: dict, train: np.ndarray,
     evaluated = ~np.isnan(history["test_loss"])
     history = {k: v[evaluated] for k, v in history.items()}
     history["epoch"] = np.flatnonzero(evaluated) + 1
+    kept = _kept_evaluation(history, plan)
     final = {"train_loss": float(train_losses[best]),
-             **{k: float(history[k][-1]) for k in ("test_loss", "test_loss_heldout")},
+             **{k: float(history[k][kept]) for k in ("test_loss", "test_loss_heldout")},
              "recon_error": error, "pearson_r": r, "attention_scale": c}
     adam = {f"adam_{k}": final[k] for k in ADAM_METRICS}
     conv = {**convergence(history["train_loss"], float(cfg["convergence_window"]),
                           float(cfg["convergence_tol"])),
             "convergence_tol": float(cfg["convergence_tol"]),
-            "convergence_criterion": CONVERGENCE}  # fmt: skip
+            "convergence_criterion": CONVERGENCE,
+            "supervised_per_epoch": plan.supervised_per_epoch}  # fmt: skip
+    if plan.stop_window:
+        stop_epoch, met = (x[best] for x in stops)
+        conv |= {"converged": bool(met), "stop_epoch": int(stop_epoch),
+                 "best_epoch": int(history["epoch"][kept]), "stop_window": plan.stop_window,
+                 "stop_tol": plan.stop_tol, "epoch_cap": plan.epochs,
+                 "convergence_criterion": STOP}  # fmt: skip
     polished = spec.kind != "transformer" and int(cfg["polish_max_iter"]) > 0
     if polished:
         best_params, report = polish(spec, best_params, train, plan.l2,

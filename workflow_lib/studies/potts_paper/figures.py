@@ -8,7 +8,7 @@ diverging colour map centred at zero.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 import matplotlib
 
@@ -99,9 +99,9 @@ def fig2b_attention_maps(J: np.ndarray, maps: Mapping[str, np.ndarray]) -> plt.F
     return fig
 
 
-def fig2b_from_models(models: Sequence[str]) -> plt.Figure:
-    """Fig. 2b from the ``mlm-train`` artefacts of realisation 0 (paths)."""
-    return fig2b_attention_maps(*attention_maps(models))
+def fig2b_from_table(maps: pd.DataFrame) -> plt.Figure:
+    """Fig. 2b from the ``attention_maps`` table: realisation 0, or the first it holds."""
+    return fig2b_attention_maps(*attention_maps(maps, int(maps["realisation"].min())))
 
 
 def fig2c_reconstruction(history: pd.DataFrame) -> plt.Figure:

@@ -5,7 +5,7 @@ left), the tables across realisations, the figures and the claims table."""
 
 from __future__ import annotations
 
-from workflow_lib.mlm.architectures import FIG2B, parse_arch, restarts
+from workflow_lib.mlm.architectures import FIG2B, family_option, parse_arch, restarts
 from workflow_lib.registry import (
     Panel,
     Rule,
@@ -43,12 +43,13 @@ def _sample_minutes(cfg, wc) -> float:
 
 
 def _train_minutes(cfg, wc) -> float:
-    """Epochs x sequences x L x C x restarts x realisations of the chunk, a transformer's restart
-    counted 8 times."""
+    """Epochs (the family's, or its cap) x sequences x L x C x restarts x realisations of the
+    chunk, a transformer's restart counted 8 times."""
     t, p = cfg["training"], cfg["potts"]
     family, _ = parse_arch(wc["arch"])
     deep = 8 if family.startswith("vanilla") else 1
-    work = t["epochs"] * cfg["sampling"]["n_train"] * p["L"] * p["C"] * restarts(t, family) * deep
+    work = (family_option(t, family, "epochs") * cfg["sampling"]["n_train"] * p["L"] * p["C"]
+            * restarts(t, family) * deep)
     return 15 + work * len(wc["realisations"]) * 2.5e-9
 
 
@@ -130,8 +131,8 @@ STUDY = Study(
     shared_tables=("replica",),
     summaries={"training_summary": f"{STAGES}.tables:training_summary",
                "sample_complexity_summary": f"{STAGES}.tables:sample_complexity_summary"},
-    tables=("data", "training_history", "training_final", "training_restarts", "training_summary",
-            "plm", "replica", "sample_complexity", "sample_complexity_summary",
+    tables=("data", "attention_maps", "training_history", "training_final", "training_restarts",
+            "training_summary", "plm", "replica", "sample_complexity", "sample_complexity_summary",
             "sample_complexity_threshold"),
     panels=(
         Panel("fig2a", ("training_history",), f"{DRAW}:fig2a_test_loss",
@@ -139,11 +140,12 @@ STUDY = Study(
               "factored attention and vanilla transformers with 1 and 3 layers on realisation 0; "
               "the dashed line is the optimal loss of the true Potts conditionals on the same "
               "test sequences."),
-        Panel("fig2b", (), f"{DRAW}:fig2b_from_models",
+        Panel("fig2b", ("attention_maps",), f"{DRAW}:fig2b_from_table",
               "Fig. 2b: the interaction matrix J and the attention maps of the vanilla 1- and "
               "3-layer transformers (masked token's attention, averaged over test sequences; 3 "
               "layers: mean of the last two) and of factored attention, each after the best "
-              "scalar fit to J.", _has_fig2b),
+              "scalar fit to J; realisation 0 (tables/attention_maps.csv holds every "
+              "realisation's maps).", _has_fig2b),
         Panel("fig2c", ("training_history",), f"{DRAW}:fig2c_reconstruction",
               "Fig. 2c: normalised reconstruction error ||J - c*A||^2/||J||^2 of the attention "
               "map vs epoch (mean and standard error over realisations)."),

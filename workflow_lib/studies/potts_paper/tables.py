@@ -32,6 +32,7 @@ PLM_FINAL = ("train_loss", "test_loss", "test_loss_heldout", "optimal_loss_heldo
              "wall_seconds")
 MOSTLY_IN_SAMPLE = 0.5  # warn when more than this fraction of the test set is in the training set
 FLOOR_TOLERANCE = 0.01  # warn when a factored fit ends more than this above the data set's floor
+STOP_COLUMNS = ("stop_epoch", "best_epoch", "epoch_cap")  # runs with a stop window; else NaN
 SAMPLE_COMPLEXITY_COLUMNS = ("M", "test_loss", "test_loss_heldout", "train_loss", "pearson_r",
                              "converged", "train_accuracy", "train_errors", "forced_errors",
                              "separable", "l2_effective")  # fmt: skip
@@ -45,10 +46,14 @@ def training_tables(paths: Iterable[str]) -> tuple[pd.DataFrame, pd.DataFrame, p
     """``(history, final, restarts)`` of ``MLM_TRAIN`` artefacts.
 
     history: arch, model, a, realisation, epoch, train_loss, test_loss, test_loss_heldout,
-    recon_error, pearson_r, optimal_loss. final: one row per run with the final metrics
-    (``TRAIN_FINAL``; ``adam_*``: the Adam solution before any polish), ``polished`` (an L-BFGS
-    polish followed Adam: ``training.polish_max_iter``), ``converged`` (the
-    training stage's criterion), ``excess_loss`` = test_loss / optimal_loss - 1 and
+    recon_error, pearson_r, optimal_loss, pairs_seen (the supervised (sequence, site) pairs
+    trained on by the end of the epoch: epoch x the run's ``supervised_per_epoch``). final: one
+    row per run with the final metrics (``TRAIN_FINAL``; ``adam_*``: the Adam solution before
+    any polish, with a stop window at its lowest held-out loss), ``polished`` (an L-BFGS polish
+    followed Adam: ``training.polish_max_iter``), ``converged`` (the training stage's criterion:
+    ``convergence_criterion``), ``stop_epoch``, ``best_epoch`` and ``epoch_cap`` (``STOP_COLUMNS``,
+    runs with a stop window; NaN otherwise), ``supervised_per_epoch``, ``excess_loss`` =
+    test_loss / optimal_loss - 1 and
     ``test_overlap`` (fraction of the test sequences that occur in the training set;
     ``test_loss_heldout`` and ``optimal_loss_heldout`` average only the others). restarts: one
     row per run and restart (arch, model, a, realisation, optimal_loss, restart, train_loss,
@@ -62,8 +67,12 @@ def training_tables(paths: Iterable[str]) -> tuple[pd.DataFrame, pd.DataFrame, p
                  "a": float(art.attrs["a"]), "realisation": _realisation(art.attrs),
                  "optimal_loss": float(art.attrs["optimal_loss"])}
         h = {k.split("/", 1)[1]: v for k, v in art.data.items() if k.startswith("history/")}
-        history.append(pd.DataFrame({**ident, **h}))
+        per_epoch = int(art.attrs["supervised_per_epoch"])
+        history.append(pd.DataFrame({**ident, **h}).assign(pairs_seen=h["epoch"] * per_epoch))
         final.append({**ident, **{k: float(art.attrs[k]) for k in TRAIN_FINAL},
+                      **{k: float(art.attrs.get(k, np.nan)) for k in STOP_COLUMNS},
+                      "supervised_per_epoch": per_epoch,
+                      "convergence_criterion": str(art.attrs["convergence_criterion"]),
                       "converged": bool(art.attrs["converged"]),
                       "polished": "polish_iterations" in art.attrs})
         losses = {k: art[f"restarts/{k}"] for k in ("train_loss", "test_loss")}
@@ -237,15 +246,42 @@ def summarise(df: pd.DataFrame, by: Sequence[str], values: Sequence[str]) -> pd.
     return out.drop(columns="std")
 
 
-def attention_maps(paths: Iterable[str]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """``(J: (L, L), {arch: attention map (L, L)})`` of ``MLM_TRAIN`` artefacts of one
-    realisation, the maps in Fig. 2b's order."""
-    maps, J = {}, None
+def attention_maps_table(paths: Iterable[str]) -> pd.DataFrame:
+    """The attention maps of the ``MLM_TRAIN`` artefacts of Fig. 2b's architectures
+    (``FIG2B``), one row per realisation, arch and off-diagonal entry: realisation, arch, i, j,
+    value (the map as the artefact holds it: factored attention after its scale fit to J, a
+    transformer's masked-token softmax map averaged over the test sequences) and J (the
+    realisation's couplings J_ij)."""
+    frames = []
     for path in paths:
         art = read_artefact(path, MLM_TRAIN, required=("attention", "J"))
-        maps[str(art.attrs["arch"])] = art["attention"]
-        J = art["J"]
-    return J, {a: maps[a] for a in FIG2B if a in maps}
+        if str(art.attrs["arch"]) not in FIG2B:
+            continue
+        att, J = art["attention"], art["J"]
+        i, j = np.nonzero(~np.eye(len(J), dtype=bool))
+        frames.append(pd.DataFrame({"realisation": _realisation(art.attrs),
+                                    "arch": str(art.attrs["arch"]), "i": i, "j": j,
+                                    "value": att[i, j], "J": J[i, j]}))
+    columns = ["realisation", "arch", "i", "j", "value", "J"]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
+
+
+def attention_maps(maps: pd.DataFrame, realisation: int) -> tuple[np.ndarray,
+                                                                  dict[str, np.ndarray]]:
+    """``(J: (L, L), {arch: attention map (L, L)})`` of one realisation of the
+    ``attention_maps`` table (``attention_maps_table``; diagonals 0), the maps in Fig. 2b's
+    order."""
+    rows = maps[maps["realisation"] == realisation]
+    L = int(max(rows["i"].max(), rows["j"].max())) + 1
+
+    def square(values: pd.Series, at: pd.DataFrame) -> np.ndarray:
+        m = np.zeros((L, L))
+        m[at["i"].to_numpy(), at["j"].to_numpy()] = values.to_numpy()
+        return m
+
+    first = rows[rows["arch"] == rows["arch"].iloc[0]]
+    by_arch = {a: square(g["value"], g) for a, g in rows.groupby("arch")}
+    return square(first["J"], first), {a: by_arch[a] for a in FIG2B if a in by_arch}
 
 
 def data_table(paths: Iterable[str]) -> pd.DataFrame:
@@ -274,9 +310,9 @@ def data_table(paths: Iterable[str]) -> pd.DataFrame:
 def build_tables(samples: Iterable[str], train: Iterable[str], plm: Iterable[str],
                  sample_complexity: Iterable[str], theory: str,
                  simulations: str) -> dict[str, pd.DataFrame]:
-    """The Potts paper's per-realisation tables and its ``replica`` table, by name, from the
-    artefact paths of each stage (its summaries: ``training_summary``,
-    ``sample_complexity_summary``)."""
+    """The Potts paper's per-realisation tables (``attention_maps`` among them) and its
+    ``replica`` table, by name, from the artefact paths of each stage (its summaries:
+    ``training_summary``, ``sample_complexity_summary``)."""
     history, final, restarts = training_tables(train)
     plm_fits = plm_table(plm)
     history, restarts = with_floor(history, plm_fits), with_floor(restarts, plm_fits)
@@ -286,6 +322,7 @@ def build_tables(samples: Iterable[str], train: Iterable[str], plm: Iterable[str
     sc = sample_complexity_table(sample_complexity)
     return {
         "data": data_table(samples),
+        "attention_maps": attention_maps_table(train),
         "training_history": history,
         "training_final": final,
         "training_restarts": restarts,
