@@ -8,7 +8,8 @@ from workflow_lib.potts import beta_tuning, datasets, model, verified_sampling
 from workflow_lib.potts.verified_sampling import Attempt
 
 TUNING = dict(target_hamming=0.5, tolerance=0.02, beta_min=0.1, beta_max=5.0, grid_points=6,
-              rounds=3, pilot_chains=4, pilot_samples=30, resamples=2, candidates=1)
+              rounds=3, pilot_chains=4, pilot_samples=30, resamples=2, candidates=1,
+              fallback_rounds=0, fallback_candidates=16)
 SAMPLING = dict(n_train=300, n_test=100, burn_in=100, sweeps_between=10, blocks=1, replicas=4,
                 ladder_min=0.3)
 
@@ -61,6 +62,26 @@ def test_a_miss_after_the_last_round_raises_one_line():
         verified_sampling.sample_to_target(
             jax.random.key(9), J, U, None, cfg,
             TUNING | {"tolerance": 1e-9, "resamples": 0, "candidates": 2})
+
+
+@pytest.mark.slow
+def test_fallback_rounds_run_only_after_a_miss_with_fresh_draws():
+    """A data set that meets its target in the rounds of candidates is the same to the last bit
+    with fallback rounds configured; after a miss, the fallback rounds run with their own
+    candidates and random numbers, and a miss after them names every attempt."""
+    J, U = model.draw_couplings(jax.random.key(1), 8, 4, "gaussian")
+    cfg = SAMPLING | {"protocol": "single_chain"}
+    easy = TUNING | {"tolerance": 1.0, "candidates": 2}
+    plain, _, _ = verified_sampling.sample_to_target(jax.random.key(9), J, U, None, cfg, easy)
+    backed, _, _ = verified_sampling.sample_to_target(
+        jax.random.key(9), J, U, None, cfg, easy | {"fallback_rounds": 2})
+    np.testing.assert_array_equal(plain.train, backed.train)
+    assert plain.beta == backed.beta
+    tight = TUNING | {"tolerance": 1e-9, "resamples": 0, "candidates": 2, "fallback_rounds": 1,
+                      "fallback_candidates": 3}
+    with pytest.raises(beta_tuning.TuningError,
+                       match=r"after 5 attempt\(s\) in 2 round\(s\).*fallback_rounds"):
+        verified_sampling.sample_to_target(jax.random.key(9), J, U, None, cfg, tight)
 
 
 def test_candidate_betas_are_one_tolerance_apart_within_the_largest_step():

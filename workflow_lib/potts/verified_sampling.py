@@ -8,8 +8,10 @@ expected distance) and each with its own random numbers. Every data set's own me
 distance is measured; the one closest to the target is kept when it is within ``tolerance``.
 Otherwise the next round is centred where the isotonic fit of all attempts crosses the target
 once they bracket it, else a Newton step in log beta from the closest attempt (slope: the secant
-of the last two attempts, else the pilot points), at most ``beta_tuning.resamples`` more rounds; a
-final miss raises ``TuningError``. (Why rounds of fresh draws: in the glassy regime a single
+of the last two attempts, else the pilot points), at most ``beta_tuning.resamples`` more rounds;
+then, only after those all missed, ``beta_tuning.fallback_rounds`` rounds of
+``beta_tuning.fallback_candidates`` runs each, centred alike (a data set that met the target
+before them is the same with or without them); a final miss raises ``TuningError``. (Why rounds of fresh draws: in the glassy regime a single
 chain's distance depends on the valleys it visits over its whole span, which pilots do not see,
 and jumps with the random numbers at fixed beta; on the paper's L = C = 20 between about 0.27 and
 0.55. The candidates are draws of that spread near the right beta; all are recorded.)
@@ -100,13 +102,16 @@ def next_beta(tuning: Tuning, attempts: list[Attempt], target: float) -> float:
 
 def production_round(
     key: jax.Array, J: np.ndarray, U: np.ndarray, betas: np.ndarray, a: int, sampling_cfg: dict,
+    first: int | None = None,
 ) -> tuple[list[Dataset], list[Attempt]]:
     """Round ``a`` (0, 1, ...) of production: one full-length data set per beta of ``betas:
     (k,)``, all in one batched call, each with its own random numbers (its key folded from
-    ``key`` by its index ``a k + i``; the first of round 0 is ``key`` itself), and its attempt.
-    A given beta is round 0 with one candidate."""
+    ``key`` by its index ``first + i``, ``first`` by default ``a k``: the attempts before it
+    in rounds of ``k``; the first of round 0 is ``key`` itself), and its attempt. A given beta
+    is round 0 with one candidate."""
     k = len(betas)
-    keys = [key if i == 0 else jax.random.fold_in(key, i) for i in range(a * k, a * k + k)]
+    first = a * k if first is None else first
+    keys = [key if i == 0 else jax.random.fold_in(key, i) for i in range(first, first + k)]
     start = time.perf_counter()
     sets = draw_datasets(keys, J, U, betas, sampling_cfg)
     seconds = (time.perf_counter() - start) / k
@@ -130,22 +135,26 @@ def sample_to_target(
     if beta is not None:
         (data,), attempts = production_round(key, J, U, np.array([beta]), 0, sampling_cfg)
         return data, None, attempts
-    target, tol, k = (tuning_cfg[n] for n in ("target_hamming", "tolerance", "candidates"))
+    target, tol = tuning_cfg["target_hamming"], tuning_cfg["tolerance"]
     tuning = tune_beta(jax.random.fold_in(key, 1 << 20), J, U, sampling_cfg, tuning_cfg)
     center, attempts = tuning.beta, []
-    pilot_slope = dhamming_dlogbeta(tuning, []) if k > 1 else None  # spacing of the candidates
-    for a in range(tuning_cfg["resamples"] + 1):
+    rounds = ([tuning_cfg["candidates"]] * (tuning_cfg["resamples"] + 1)
+              + [tuning_cfg["fallback_candidates"]] * tuning_cfg["fallback_rounds"])
+    # the spacing of the candidates
+    pilot_slope = dhamming_dlogbeta(tuning, []) if max(rounds) > 1 else None
+    for a, k in enumerate(rounds):
         betas = np.array([center]) if k == 1 else candidate_betas(center, pilot_slope, tol, k)
-        sets, made = production_round(key, J, U, betas, a, sampling_cfg)
+        sets, made = production_round(key, J, U, betas, a, sampling_cfg, len(attempts))
         attempts += made
         best = min(sets, key=lambda d: abs(d.mean_hamming - target))
-        log.info("round %d: beta %s -> data set Hamming %s (target %.3f +- %.3f)", a + 1,
+        log.info("round %d%s: beta %s -> data set Hamming %s (target %.3f +- %.3f)", a + 1,
+                 " (fallback)" if a > tuning_cfg["resamples"] else "",
                  np.array2string(betas, precision=4),
                  np.array2string(np.array([d.mean_hamming for d in sets]), precision=4),
                  target, tol)
         if abs(best.mean_hamming - target) <= tol:
             return best, tuning, attempts
-        if a < tuning_cfg["resamples"]:
+        if a < len(rounds) - 1:
             center = next_beta(tuning, attempts, target)
     closest = min(attempts, key=lambda t: abs(t.hamming - target))
     lo, hi = min(t.beta for t in attempts), max(t.beta for t in attempts)
@@ -154,5 +163,6 @@ def sample_to_target(
         f"{len(attempts)} attempt(s) in {a + 1} round(s) at beta {lo:.4f}..{hi:.4f} "
         f"(closest: beta {closest.beta:.4f} -> "
         f"{closest.hamming:.4f}, {closest.hamming - target:+.4f}); raise "
-        "beta_tuning.candidates, beta_tuning.resamples or beta_tuning.tolerance"
+        "beta_tuning.candidates, beta_tuning.resamples, beta_tuning.fallback_rounds or "
+        "beta_tuning.tolerance"
     )
