@@ -11,10 +11,11 @@ once they bracket it, else a Newton step in log beta from the closest attempt (s
 of the last two attempts, else the pilot points), at most ``beta_tuning.resamples`` more rounds;
 then, only after those all missed, ``beta_tuning.fallback_rounds`` rounds of
 ``beta_tuning.fallback_candidates`` runs each, centred alike (a data set that met the target
-before them is the same with or without them); a final miss raises ``TuningError``. (Why rounds of fresh draws: in the glassy regime a single
-chain's distance depends on the valleys it visits over its whole span, which pilots do not see,
-and jumps with the random numbers at fixed beta; on the paper's L = C = 20 between about 0.27 and
-0.55. The candidates are draws of that spread near the right beta; all are recorded.)
+before them is the same with or without them); a final miss raises ``TuningError``. (Why rounds
+of fresh draws: in the glassy regime a single chain's distance depends on the valleys it visits
+over its whole span, which pilots do not see, and jumps with the random numbers at fixed beta; on
+the paper's L = C = 20 between about 0.27 and 0.55. The candidates are draws of that spread near
+the right beta; all are recorded.)
 """
 
 from __future__ import annotations
