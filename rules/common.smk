@@ -42,7 +42,7 @@ from workflow_lib.shards import MANIFEST as MANIFEST_FILE, realisations
 try:
     CFG = load_config(config)
 except ConfigError as exc:
-    sys.stderr.write(f"config error: {exc}\n")
+    sys.stderr.write(exc.report("config error: ") + "\n")
     sys.exit(1)
 
 RESULTS = CFG["results"]
