@@ -26,6 +26,7 @@ from snakemake.exceptions import WorkflowError
 
 from workflow_lib.code_digest import stage_digest
 from workflow_lib.config import ConfigError, digest, load_config
+from workflow_lib.job_environment import job_environment
 from workflow_lib.registry import (
     CLAIMS_STAGE,
     FIGURE_STAGE,
@@ -42,7 +43,7 @@ from workflow_lib.shards import MANIFEST as MANIFEST_FILE, realisations
 try:
     CFG = load_config(config)
 except ConfigError as exc:
-    sys.stderr.write(f"config error: {exc}\n")
+    sys.stderr.write(exc.report("config error: ") + "\n")
     sys.exit(1)
 
 RESULTS = CFG["results"]
@@ -55,19 +56,19 @@ STUDY = {each.name: each for each in studies()}
 REALISATIONS = realisations(CFG, STUDY["potts_paper"])
 CAPTION = os.path.join(workflow.basedir, "report", "caption.rst")  # renders params.caption
 TARGETS = {}  # study -> what it adds to the default target (its rules file sets it)
-# The software of every rule: this checkout's package and its dependencies (`--sdm conda`)
+# The software every job runs in with `--sdm conda`: the package's dependencies (the package
+# itself is this checkout, on PYTHONPATH below)
 ENV = os.path.join(workflow.basedir, "envs", "workflow_lib.yaml")
 
 # The shell command of every rule: the stage named by the rule's params, with its job JSON and
 # log; a failed stage's last log line (its one-line error) goes to the terminal too, with its exit
 # status. Snakemake records the command as the rule's code, so it names no path of this
 # environment or checkout (a copied results folder stays valid elsewhere): ``python`` is found on
-# PATH, where the folder of the interpreter Snakemake runs in comes first (``.venv/bin/snakemake``
-# finds its own environment without it being activated; jobs inherit PATH, SLURM jobs too).
+# PATH and imports this checkout's package from PYTHONPATH, both set here for every job
+# (workflow_lib.job_environment; jobs inherit them, SLURM jobs too).
 STAGE = ("python -m workflow_lib stage {params.stage} --job {params.job:q} > {log} 2>&1"
          " || {{ status=$?; tail -n 1 {log} >&2; exit $status; }}")
-os.environ.update(PATH=os.pathsep.join([os.path.dirname(sys.executable),
-                                         os.environ.get("PATH", os.defpath)]))
+os.environ.update(job_environment(workflow.basedir, sys.executable, os.environ))
 
 
 def stage_params(name, parts=None, **fixed):

@@ -1,4 +1,8 @@
-"""Config validation: defaults filled, bad values rejected with one line naming key and range."""
+"""Config validation: defaults filled, bad values rejected with one line each naming key and
+range, every problem of a config at once."""
+
+import subprocess
+import sys
 
 import pytest
 import yaml
@@ -6,6 +10,7 @@ import yaml
 from tests.conftest import ROOT
 from workflow_lib.config import (
     ConfigError,
+    check,
     digest,
     load_config,
     load_schema,
@@ -94,6 +99,73 @@ def test_bad_values_give_one_line(bad, expected):
     message = str(info.value)
     assert expected in message
     assert "\n" not in message
+
+
+THREE_ERRORS = {"potts": {"L": 1}, "sampling": {"n_train": 0}, "sead": 1}
+THREE_LINES = [  # in key order, the unknown top-level key's error at the top level
+    "unknown key sead; allowed keys here: ",
+    "potts.L = 1: must be integer >= 2 and <= 1000",
+    "sampling.n_train = 0: must be integer >= 1",
+]
+
+
+def test_every_error_is_listed_then_counted(tmp_path):
+    path = tmp_path / "three.yaml"
+    path.write_text(yaml.safe_dump(THREE_ERRORS))
+    with pytest.raises(ConfigError) as info:
+        read_config_files([ROOT / "config.yaml", path])
+    lines = str(info.value).splitlines()
+    assert len(lines) == 4 and info.value.problems == lines[:3]
+    for line, expected in zip(lines, THREE_LINES, strict=False):
+        assert line.startswith(expected), line
+    assert lines[3] == f"3 errors in {ROOT / 'config.yaml'} + {path}"
+    assert info.value.report("config error: ").splitlines() == [
+        *(f"config error: {line}" for line in lines[:3]), lines[3]]
+
+
+def test_check_config_prints_every_error_then_the_count(tmp_path):
+    """Schema errors and protein-file problems in one list: the files of a valid
+    ``proteins.families`` are opened even where other keys are invalid."""
+    path = tmp_path / "bad.yaml"
+    families = [{"name": "gone", "alignment": str(tmp_path / "gone.fasta")}]
+    path.write_text(yaml.safe_dump({**THREE_ERRORS, "proteins": {"families": families}}))
+    run = subprocess.run([sys.executable, "-m", "workflow_lib", "check-config", str(path)],
+                         capture_output=True, text=True, cwd=tmp_path)
+    assert run.returncode == 2 and run.stdout == ""
+    lines = run.stderr.splitlines()
+    assert len(lines) == 5, run.stderr
+    for line, expected in zip(lines, THREE_LINES, strict=False):
+        assert line.startswith(f"error: {expected}"), line
+    assert lines[3].startswith("error: proteins.families 'gone': ") and "gone.fasta" in lines[3]
+    assert lines[4] == f"4 errors in {path}"
+
+
+def test_relations_are_listed_together():
+    problems = check({"beta_tuning": {"beta_min": 2.0, "beta_max": 1.0},
+                      "replica": {"alpha_min": 3.0, "alpha_max": 1.0}})[1]
+    assert [p.split(" = ")[0] for p in problems] == ["beta_tuning.beta_min", "replica.alpha_min"]
+
+
+@pytest.mark.parametrize(
+    ("bad", "expected"),
+    [
+        ({"sead": 1}, "did you mean seed?"),
+        ({"potts": {"bta": 1.0}}, "allowed keys here: C, L, U, beta; did you mean potts.beta?"),
+        ({"training": {"archtectures": ["factored"]}}, "did you mean training.architectures?"),
+        ({"proteins": {"families": [{"name": "A", "alignmnt": "a.fa"}]}},
+         "did you mean proteins.families.0.alignment?"),
+        ({"potts": {"bta": 1.0, "Cc": 3}},
+         "did you mean potts.C for potts.Cc, potts.beta for potts.bta?"),
+    ],
+)
+def test_a_misspelt_key_gets_the_closest_allowed_key(bad, expected):
+    problems = check(bad)[1]
+    assert any(p.startswith("unknown key") and p.endswith(expected) for p in problems), problems
+
+
+def test_a_key_like_no_allowed_one_gets_no_suggestion():
+    assert check({"potts": {"zzzz": 1}})[1] == [
+        "unknown key potts.zzzz; allowed keys here: C, L, U, beta"]
 
 
 def test_unreadable_file(tmp_path):

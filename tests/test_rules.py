@@ -10,7 +10,6 @@ import subprocess
 import sys
 
 import pytest
-import yaml
 
 from tests.conftest import ROOT
 from workflow_lib.registry import (
@@ -100,13 +99,6 @@ def test_the_rules_ending_every_study_are_written_once():
 def test_lint_is_clean():
     lint = snakemake("--lint")
     assert lint.returncode == 0, (lint.stdout + lint.stderr)[-3000:]
-
-
-def test_the_software_environment_installs_this_checkout():
-    env = yaml.safe_load((ROOT / "envs" / "workflow_lib.yaml").read_text())
-    pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
-    assert [(ROOT / "envs" / each).resolve() for each in pip] == [ROOT]
-    assert (ROOT / "pyproject.toml").is_file()
 
 
 def test_chunk_rules_name_their_registered_rule_and_realisations():

@@ -37,11 +37,17 @@ def test_sampling_rules_end_to_end_and_cached(tiny_run):
 
 
 def test_bad_config_stops_before_any_job(tmp_path):
-    config = write_config(tmp_path, {**TINY, "potts": {"L": 1, "C": 3}})
+    """Every problem of the config, one line each, then their count."""
+    config = write_config(tmp_path, {**TINY, "potts": {"L": 1, "C": 3, "bta": 1.0}})
     run = snakemake(tmp_path, config, "-n")
     assert run.returncode != 0
-    lines = [ln for ln in run.stderr.splitlines() if "config error" in ln]
-    assert lines == ["config error: potts.L = 1: must be integer >= 2 and <= 1000"]
+    at = run.stderr.index("config error: ")
+    assert run.stderr[at:].splitlines()[:3] == [
+        "config error: unknown key potts.bta; allowed keys here: C, L, U, beta; did you mean "
+        "potts.beta?",
+        "config error: potts.L = 1: must be integer >= 2 and <= 1000",
+        "2 errors in the config",
+    ]
     assert "Traceback" not in run.stderr
 
 

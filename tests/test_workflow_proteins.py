@@ -143,8 +143,8 @@ def test_check_config_gives_one_line_per_bad_input(tmp_path):
     run = subprocess.run([sys.executable, "-m", "workflow_lib", "check-config", str(config)],
                          capture_output=True, text=True, cwd=tmp_path)
     assert run.returncode == 2 and run.stdout == ""
-    lines = run.stderr.strip().splitlines()
-    assert len(lines) == len(BAD_INPUTS), run.stderr
+    *lines, count = run.stderr.strip().splitlines()
+    assert count == f"{len(BAD_INPUTS)} errors in {config}", run.stderr
     for line, (kind, (_, _, name, problem)) in zip(lines, BAD_INPUTS.items(), strict=True):
         assert line.startswith(f"error: proteins.families {kind!r}: "), line
         assert f"{tmp_path / kind / name}: " in line and problem in line, line

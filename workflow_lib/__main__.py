@@ -12,9 +12,10 @@ them (``--check``: compares, numbers to ``claims.DIGITS`` significant digits);
 and the configuration reference; on a shard's results ``--results`` writes the shard's snapshot
 instead (``--failed FIRST-LAST``: of a shard whose realisations failed), and ``--merge`` merges a
 run's shard snapshots first (``workflow_lib.shard_snapshots``).
-Errors the user can fix are printed as one line. This module is the stage entry (and in every
-stage's code digest, ``workflow_lib.code_digest``); the other commands live in
-``workflow_lib.commands``, JAX's set-up in ``workflow_lib.jax_setup``.
+Errors the user can fix are printed as one line each (a config's every problem, then their
+count). This module is the stage entry (and in every stage's code digest,
+``workflow_lib.code_digest``); the other commands live in ``workflow_lib.commands``, JAX's set-up
+in ``workflow_lib.jax_setup``.
 """
 
 from __future__ import annotations
@@ -72,7 +73,10 @@ def main(argv: list[str] | None = None) -> int:
             _run_stage(args.name, args.job)
         else:
             return run(args)
-    except (ArtefactError, BackendError, ConfigError, ShardError, StageError) as exc:
+    except ConfigError as exc:
+        print(exc.report("error: "), file=sys.stderr)
+        return 2
+    except (ArtefactError, BackendError, ShardError, StageError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return 0

@@ -165,19 +165,20 @@ def _repository(config: str) -> str:
 
 
 def _check_config(files: list[str]) -> int:
-    """Validate the merged config files, then open every protein file they name (relative paths
-    from the repository of the first file, ``_repository``): one line per problem on stderr; 2
-    if any."""
-    from workflow_lib.config import read_config_files
+    """Validate the merged config files and open every protein file they name (relative paths
+    from the repository of the first file, ``_repository``; the files of a valid
+    ``proteins.families`` even where other keys are invalid): one line per problem on stderr,
+    then their count when there are several; 2 if any."""
+    from workflow_lib.config import ConfigError, check, is_valid, merged_config, sources
     from workflow_lib.proteins.alignment import check_families
 
-    cfg = read_config_files(files)
-    problems = check_families(cfg["proteins"]["families"], _repository(files[0]))
-    for problem in problems:
-        print(f"error: {problem}", file=sys.stderr)
+    cfg, problems = check(merged_config(files))
+    if is_valid(cfg, "proteins.families"):
+        problems += check_families(cfg["proteins"]["families"], _repository(files[0]))
     if problems:
+        print(ConfigError(problems, sources(files)).report("error: "), file=sys.stderr)
         return 2
-    print(f"{' + '.join(files)}: valid")
+    print(f"{sources(files)}: valid")
     return 0
 
 

@@ -3,18 +3,20 @@
 The schema is the single source of the allowed keys, ranges and defaults: the keys every study
 shares in ``schemas/config.schema.json`` and each study's sections in its folder's
 ``config.schema.json`` (``studies/<study>/``), merged in ``STUDY_NAMES`` order; both are read
-with ``importlib.resources``. ``load_config`` validates a config
-mapping, fills the defaults and returns a new dict; any problem raises ``ConfigError`` whose
-message is one line naming the key, the value and what is allowed.
+with ``importlib.resources``. ``check`` validates a config mapping and lists every problem, one
+line each naming the key, the value and what is allowed (a misspelt key with the allowed key it
+is closest to); ``load_config`` fills the defaults and returns a new dict, or raises
+``ConfigError`` with every problem.
 """
 
 from __future__ import annotations
 
 import copy
+import difflib
 import functools
 import hashlib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -29,7 +31,24 @@ STUDY_SCHEMA = "config.schema.json"  # a study's sections, in its folder
 
 
 class ConfigError(ValueError):
-    """A config value is invalid; the message is one line for the user."""
+    """Config values are invalid: ``problems`` holds one line per problem; the message is those
+    lines, then their count in ``source`` (the files, or "the config") when there are several."""
+
+    def __init__(self, problems: str | Sequence[str], source: str = "the config") -> None:
+        self.problems = [problems] if isinstance(problems, str) else list(problems)
+        if not self.problems:
+            raise ValueError("ConfigError needs at least one problem")
+        self.source = source
+        super().__init__("\n".join([*self.problems, *self._count()]))
+
+    def _count(self) -> list[str]:
+        n = len(self.problems)
+        return [f"{n} errors in {self.source}"] if n > 1 else []
+
+    def report(self, prefix: str) -> str:
+        """The message for a terminal: each problem after ``prefix`` (e.g. ``"error: "``), one
+        line each, then their count when there are several."""
+        return "\n".join([*(prefix + problem for problem in self.problems), *self._count()])
 
 
 def load_schema() -> dict:
@@ -136,8 +155,9 @@ def _describe(error: jsonschema.ValidationError) -> str:
         known = sorted(error.schema.get("properties", {}))
         unknown = sorted(set(error.instance) - set(known))
         where = key + "." if error.absolute_path else ""
-        return (f"unknown key {', '.join(where + u for u in unknown)}; "
+        text = (f"unknown key {', '.join(where + u for u in unknown)}; "
                 f"allowed keys here: {', '.join(known)}")
+        return text + _did_you_mean(unknown, known, where)
     value = json.dumps(error.instance) if not isinstance(error.instance, dict) else "{...}"
     if error.validator == "required":
         missing = ", ".join(sorted(set(error.validator_value) - set(error.instance)))
@@ -152,52 +172,87 @@ def _describe(error: jsonschema.ValidationError) -> str:
     return text
 
 
-def _check_relations(cfg: dict) -> None:
+def _did_you_mean(unknown: list[str], known: list[str], where: str) -> str:
+    """``"; did you mean ...?"`` naming the allowed key closest to each misspelt one of
+    ``unknown`` (``difflib``'s close matches among ``known``), or ``""`` when none is close."""
+    close = {u: m[0] for u in unknown if (m := difflib.get_close_matches(u, known, n=1))}
+    if not close:
+        return ""
+    if len(unknown) == 1:
+        return f"; did you mean {where}{close[unknown[0]]}?"
+    pairs = (f"{where}{match} for {where}{u}" for u, match in close.items())
+    return f"; did you mean {', '.join(pairs)}?"
+
+
+def _path_order(error: jsonschema.ValidationError) -> tuple:
+    """Sort key of a schema error: its key path, list indices in numeric order."""
+    return tuple((0, p) if isinstance(p, int) else (1, p) for p in error.absolute_path)
+
+
+def _relation_problems(cfg: dict) -> list[str]:
+    """The relations between keys that a schema-valid ``cfg`` (defaults filled) breaks, one line
+    each."""
+    problems = []
     tuning = cfg["beta_tuning"]
     if tuning["beta_min"] >= tuning["beta_max"]:
-        raise ConfigError(
-            f"beta_tuning.beta_min = {tuning['beta_min']} must be below "
-            f"beta_tuning.beta_max = {tuning['beta_max']}"
-        )
+        problems.append(f"beta_tuning.beta_min = {tuning['beta_min']} must be below "
+                        f"beta_tuning.beta_max = {tuning['beta_max']}")
     largest, n_train = max(cfg["sample_complexity"]["M"]), cfg["sampling"]["n_train"]
     if largest > n_train:
-        raise ConfigError(
-            f"sample_complexity.M goes up to {largest} but sampling.n_train = {n_train}: "
-            "the sweep uses the first M training sequences; raise n_train or shrink M"
-        )
+        problems.append(f"sample_complexity.M goes up to {largest} but sampling.n_train = "
+                        f"{n_train}: the sweep uses the first M training sequences; raise n_train "
+                        "or shrink M")
     training = cfg["training"]
     if 0 in training["interpolation_a"] and "factored" not in training["architectures"]:
-        raise ConfigError(
-            "training.interpolation_a has a = 0 but training.architectures lacks factored: the "
-            "interpolated layer at a = 0 is factored attention, read from its fit; add factored "
-            "or drop 0"
-        )
+        problems.append("training.interpolation_a has a = 0 but training.architectures lacks "
+                        "factored: the interpolated layer at a = 0 is factored attention, read "
+                        "from its fit; add factored or drop 0")
     names = [family["name"] for family in cfg["proteins"]["families"]]
-    repeated = sorted({name for name in names if names.count(name) > 1})
-    if repeated:
-        raise ConfigError(f"proteins.families: the name {repeated[0]!r} is used twice; each "
-                          "family needs its own name")
+    problems += [f"proteins.families: the name {name!r} is used twice; each family needs its own "
+                 "name" for name in sorted({name for name in names if names.count(name) > 1})]
     rep = cfg["replica"]
     if rep["alpha_min"] >= rep["alpha_max"]:
-        raise ConfigError(
-            f"replica.alpha_min = {rep['alpha_min']} must be below replica.alpha_max = "
-            f"{rep['alpha_max']}"
-        )
-    from workflow_lib.shards import check  # it reads the registries, which read this module
+        problems.append(f"replica.alpha_min = {rep['alpha_min']} must be below "
+                        f"replica.alpha_max = {rep['alpha_max']}")
+    from workflow_lib.shards import check as check_shard  # it reads the registries (and this)
 
-    check(cfg)
+    try:
+        check_shard(cfg)
+    except ConfigError as exc:
+        problems += exc.problems
+    return problems
 
 
-def load_config(config: Mapping[str, Any]) -> dict:
-    """Validate ``config`` against the schema, fill defaults, return a new dict."""
+def check(config: Mapping[str, Any]) -> tuple[dict, list[str]]:
+    """``config`` validated: a new dict with the schema's defaults filled (as far as they go where
+    a section is invalid) and every problem, one line each in key order (empty when valid). The
+    relations between keys are checked only when every value is valid, as they read the values."""
     cfg = copy.deepcopy(dict(config))
     schema = load_schema()
     validator = jsonschema.Draft202012Validator(schema)
-    errors = sorted(validator.iter_errors(cfg), key=lambda e: (len(e.absolute_path), str(e.path)))
-    if errors:
-        raise ConfigError(_describe(errors[0]))
+    problems = [_describe(error) for error in sorted(validator.iter_errors(cfg), key=_path_order)]
     _fill_defaults(schema, cfg)
-    _check_relations(cfg)
+    if not problems:
+        problems = _relation_problems(cfg)
+    return cfg, problems
+
+
+def is_valid(cfg: Mapping[str, Any], key: str) -> bool:
+    """Whether the value of the dotted ``key`` (e.g. ``'proteins.families'``) in ``cfg`` (with the
+    defaults filled, as ``check`` returns it) meets the schema, whatever the other keys hold."""
+    node, value = load_schema(), cfg
+    for part in key.split("."):
+        node = node["properties"][part]
+        value = value.get(part) if isinstance(value, Mapping) else None
+    return jsonschema.Draft202012Validator(node).is_valid(value)
+
+
+def load_config(config: Mapping[str, Any], source: str = "the config") -> dict:
+    """Validate ``config`` against the schema, fill defaults, return a new dict; a problem raises
+    ``ConfigError`` listing every problem of ``source``."""
+    cfg, problems = check(config)
+    if problems:
+        raise ConfigError(problems, source)
     return cfg
 
 
@@ -211,9 +266,9 @@ def merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict:
     return out
 
 
-def read_config_files(paths: list[str | Path], sets: list[str] = ()) -> dict:
+def merged_config(paths: list[str | Path], sets: Sequence[str] = ()) -> dict:
     """The config of YAML files merged in order (as ``--configfile`` does) and ``KEY.PATH=YAML``
-    assignments, validated with the defaults filled."""
+    assignments, as written (not validated)."""
     raw: dict = {}
     for path in paths:
         try:
@@ -233,7 +288,18 @@ def read_config_files(paths: list[str | Path], sets: list[str] = ()) -> dict:
         for k in parents:
             node = node.setdefault(k, {})
         node[last] = yaml.safe_load(value)
-    return load_config(raw)
+    return raw
+
+
+def sources(paths: list[str | Path]) -> str:
+    """The config files ``paths`` as a config error names them: ``a.yaml + b.yaml``."""
+    return " + ".join(str(path) for path in paths)
+
+
+def read_config_files(paths: list[str | Path], sets: Sequence[str] = ()) -> dict:
+    """The config of YAML files merged in order (as ``--configfile`` does) and ``KEY.PATH=YAML``
+    assignments, validated with the defaults filled."""
+    return load_config(merged_config(paths, sets), sources(paths))
 
 
 def read_config_file(path: str | Path) -> dict:

@@ -110,8 +110,9 @@ def configuration_page(schema: dict, presets: Mapping[str, dict]) -> str:
         "",
         "To change keys, write them in a YAML file of your own and merge it last with "
         "`--configfile`. `python -m workflow_lib check-config FILE...` validates files merged in "
-        "order (the schema's defaults filling the keys they leave out) and names the first "
-        "invalid key in one line, in the words of the allowed column; the workflow validates its "
+        "order (the schema's defaults filling the keys they leave out) and names every invalid "
+        "key, one line each in the words of the allowed column (a misspelt key with the allowed "
+        "key closest to it), then their count; the workflow validates its "
         "merged configuration the same way before any job starts. This page is generated from "
         "the config schema (`workflow_lib/schemas/config.schema.json` and each study's section, "
         "`workflow_lib/studies/<study>/config.schema.json`) and the presets, with the other "
