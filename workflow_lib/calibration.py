@@ -116,6 +116,23 @@ def _tost_episodes(rng: np.random.Generator, n: int, effect: bool) -> c.Test:
     return paired_equivalent(outcome == 1, outcome == 2, 0.02)
 
 
+def _partial(rng: np.random.Generator, n: int, effect: bool) -> c.Test:
+    """Fig. 2b's partial map: per realisation a transformer map's r with |J| (Fisher z of s.d.
+    0.15 around r = 0.3, or around 0 without the effect: the null's edge of its first part) and
+    factored attention's, z of r = 0.9 (s.d. 0.15), paired: intersection-union of r > 0 and
+    the paired gap > 0."""
+    z_map = rng.normal(np.arctanh(0.3) if effect else 0.0, 0.15, n)
+    z_factored = rng.normal(np.arctanh(0.9), 0.15, n)
+    return c.all_of(c.correlation_above(np.tanh(z_map), 0.0),
+                    c.correlation_gap(np.tanh(z_factored), np.tanh(z_map)))
+
+
+def _faster(rng: np.random.Generator, n: int, effect: bool) -> c.Test:
+    """Fig. 2a's faster: paired differences of supervised pairs to a level, heavy-tailed (t, 3
+    dof) units of scale 1 around 2 (effect) or 0."""
+    return c.greater(rng.standard_t(3, n) + (2.0 if effect else 0.0))
+
+
 GENERIC = (
     Kind("one-sided t, normal units", "mean / s.d. = 1", functools.partial(_greater, 1.0)),
     Kind("one-sided t, heavy-tailed units (t, 2 dof)", "shift = 1", _heavy),
@@ -140,6 +157,10 @@ SNAPSHOT = (  # the rows' forms at the effects of the committed quick snapshot
          "fig3_left.theory)", _theory),
     Kind("intersection-union of 3 log ratios", "third part 1.45, s.d. 0.21 (null: absent; quick "
          "identity potts_paper fig3_right.location)", _peak),
+    Kind("intersection-union of Fisher z above 0 and a paired Fisher-z gap", "map r 0.3 against "
+         "factored 0.9, z s.d. 0.15 (null: map r 0; potts_paper fig2b.partial_*)", _partial),
+    Kind("one-sided t, heavy-tailed units (t, 3 dof)", "shift = 2 (potts_paper fig2a.faster_*: "
+         "supervised pairs to the transformer's loss)", _faster),
 )
 KINDS = GENERIC + SNAPSHOT
 

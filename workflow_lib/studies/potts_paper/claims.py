@@ -154,8 +154,11 @@ def pairs_to_reach(history: pd.DataFrame, arch: str, level: pd.Series) -> pd.Dat
     """Per realisation of ``level`` (a held-out test loss), the supervised (sequence, site)
     pairs ``arch`` has trained on (``pairs_seen``) at its first evaluation whose held-out test
     loss is at or below the level: columns ``pairs`` and ``censored`` (the run never reaches
-    the level: ``pairs`` is its last evaluation's count, a time it takes at least)."""
+    the level: ``pairs`` is its last evaluation's count, a time it takes at least); empty for a
+    history without ``pairs_seen``."""
     out = {}
+    if "pairs_seen" not in history:  # tables written before the column: no unit to test
+        history = history.iloc[:0].assign(pairs_seen=np.nan)
     for r, h in history[history["arch"] == arch].sort_values("epoch").groupby("realisation"):
         if r not in level.index:
             continue
@@ -233,10 +236,9 @@ def training_claims(final: pd.DataFrame, history: pd.DataFrame, plm: pd.DataFram
         rows.append(_row(
             "data.optimal_allowed", "Fig. 2a", "The data allow a fit at the optimal loss: the "
             "truth-started pseudo-likelihood fit, the best estimator of the data, reaches it",
-            "", c.every(excess(truth["test_loss_heldout"]).dropna() < EXCESS_MARGIN.value,
-                        excess(truth["test_loss_heldout"]).dropna()),
-            "every realisation: held-out (test loss of the truth-started fit - optimal loss) / "
-            f"P/(2 M L) < {EXCESS_MARGIN.value:g}; measured: the mean", c.CHECK))
+            "", c.less(excess(truth["test_loss_heldout"]).dropna(), EXCESS_MARGIN.value),
+            "fig2a.optimal's test on the truth-started fit: held-out (test loss - optimal loss) "
+            f"/ P/(2 M L) < {EXCESS_MARGIN.value:g}", c.CHECK))
         rows.append(_row(
             "data.copy_allowed", "Fig. 2b", "The data allow a copy of J: the truth-started "
             "pseudo-likelihood fit, the best estimator of the data, is one", "",
