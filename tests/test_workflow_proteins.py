@@ -131,7 +131,8 @@ def test_a_users_own_alignment_end_to_end(tmp_path):
         "proteins": {"families": [{"name": "mine", "alignment": alignment,
                                    "distances": distances}],
                      "models": ["factored", "plmdca"], "heads": [1], "realisations": 2,
-                     "restarts": 1, "max_iter": 20}}))
+                     "restarts": 1, "max_iter": 20,
+                     "final_fit": False}}))  # the contact lists' test runs the final fits
     run = snakemake(tmp_path, config, "proteins")
     assert run.returncode == 0, (run.stdout + run.stderr)[-4000:]
     tables = tmp_path / "results" / "proteins" / "tables"

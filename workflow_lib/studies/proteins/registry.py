@@ -72,7 +72,7 @@ STUDY = Study(
         # on every sequence, and the family's contact lists and contact map from those fits
         Rule("protein_final_fit", f"{STAGES}.stages_final:protein_final_fit", _model_params,
              resources.fit_minutes, resources.fit_memory, threaded=True, gpu=True),
-        Rule("protein_contact_lists", f"{STAGES}.stages_final:protein_contact_lists",
+        Rule("protein_contact_lists", f"{STAGES}.stages_contacts:protein_contact_lists",
              _contact_list_params, constant(10), constant(2000), local=True),
         Rule("protein_tables", f"{STAGES}.stages_results:protein_tables", _evaluation_params,
              constant(10), constant(2000), local=True),
