@@ -1,10 +1,11 @@
 """Contact lists to take away: a focus sequence's residue numbers (plmc's ``-f``), the lists in
 plmc's couplings-file columns, the check that their numbering reads the focus's residues, the
-configuration a final fit takes from its splits, and a family without a structure on the results
-page's table."""
+configuration a final fit takes from its splits and the fit itself, and a family without a
+structure on the results page's table."""
 
 from __future__ import annotations
 
+import jax
 import numpy as np
 import pandas as pd
 import pytest
@@ -16,6 +17,7 @@ from workflow_lib.proteins.contact_lists import (
     contact_list,
     write_contact_list,
 )
+from workflow_lib.proteins.fitting import fit_final
 from workflow_lib.studies.proteins import tables
 
 # An A3M alignment: REF/10-20 has 11 residues, 2 of them insert states (lower case), a gap in
@@ -139,3 +141,29 @@ def test_a_family_without_structure_reads_precision_unknown():
     alone = tables.family_models(models.drop(columns=["P@L", "contacts"]))
     assert (alone["contacts"] == tables.NO_STRUCTURE).all()
     assert "precision unknown" in tables.NO_STRUCTURE
+
+
+def test_a_final_fit_takes_every_sequence_and_a_transformer_its_steps():
+    """No validation or held-out sequence: a transformer runs exactly the steps its splits chose,
+    one evaluation at their end (its last parameters kept); plmDCA fits as on a split."""
+    seqs = np.random.default_rng(6).integers(0, 4, (300, 6)).astype(np.int32)
+    seqs[:, 5] = seqs[:, 1]
+    data = (seqs, np.ones(300))
+    cfg = {"transformer": {"model_dim": 16, "mask_token": "channel", "batch_size": 64,
+                           "learning_rate": 0.01, "eval_every": 40, "window": 3, "tol": 0.01,
+                           "steps": 20000},
+           "fields": True, "lambdas": {"fields": 0.01, "couplings": 0.01, "factored": 0.01},
+           "restarts": 1, "max_iter": 50, "grad_tol": 1e-4}
+    res = fit_final("vanilla1", cfg, data, jax.random.key(0), steps=120)
+    assert list(res.curve["step"]) == [120] and res.metrics["steps"] == 120
+    assert res.metrics["converged"] and res.metrics["stop_reason"] == "120 steps, the split " \
+        "fits' stop"
+    assert np.isnan(res.validation_loss) and res.test_losses.shape == (0,)
+    assert res.scores.shape == res.jacobian_scores.shape == (6, 6)
+    with pytest.raises(ValueError, match="needs its steps"):
+        fit_final("vanilla1", cfg, data, jax.random.key(0))
+    plm = fit_final("plmdca", cfg, data, jax.random.key(0))
+    assert np.isnan(plm.validation_loss) and plm.test_losses.shape == (0,)
+    assert plm.params["J"].shape == (6, 6, 21, 21) and np.isfinite(plm.train_loss)
+    i, j = np.unravel_index(np.argmax(plm.scores), plm.scores.shape)
+    assert {int(i), int(j)} == {1, 5}  # the copied site is the top pair

@@ -114,7 +114,8 @@ def fit_model(name: str, cfg: dict, train: tuple[np.ndarray, np.ndarray],
               key: jax.Array) -> ModelResult:  # fmt: skip
     """Fit run ``name`` under the ``proteins`` config ``cfg`` on ``train = (seqs (M, L),
     weights (M,))``, score it on ``validation = (seqs (M_val, L), weights (M_val,))`` (a
-    transformer's stop criterion) and evaluate every sequence of ``test: (M_test, L)``."""
+    transformer's stop criterion) and evaluate every sequence of ``test: (M_test, L)`` (none
+    when ``M_test`` is 0: ``test_losses`` empty)."""
     start = time.perf_counter()
     train_seqs, train_w = train
     if name in TRANSFORMERS:
@@ -160,7 +161,8 @@ def fit_model(name: str, cfg: dict, train: tuple[np.ndarray, np.ndarray],
         for x, w in (train, validation))
     return ModelResult(
         contacts.contact_scores(J),
-        np.asarray(losses(result.params, jnp.asarray(test, jnp.int32)), np.float64),
+        (np.asarray(losses(result.params, jnp.asarray(test, jnp.int32)), np.float64)
+         if len(test) else np.zeros(0)),
         train_loss, validation_loss, params,
         {"objective": result.objective, "iterations": result.iterations,
          "grad_norm": result.grad_norm, "converged": result.converged,
