@@ -176,7 +176,8 @@ def fit_final(name: str, cfg: dict, data: tuple[np.ndarray, np.ndarray], key: ja
     """Fit run ``name`` on every sequence of ``data = (seqs (M, L), weights (M,))``, with no
     validation or held-out sequence: a coupling model as ``fit_model`` fits it; a transformer
     (``steps`` required) for exactly ``steps`` Adam steps, in one compiled call with its one
-    evaluation at the end (``eval_every = steps``), so that it keeps its last parameters. The
+    evaluation at the end (``eval_every = steps``, on the training sequences its attention map
+    averages, ``evaluation_rows``), so that it keeps its last parameters. The
     result's ``validation_loss`` is NaN and its ``test_losses`` empty; a transformer's
     ``converged`` says it ran its ``steps``."""
     seqs, weights = data
