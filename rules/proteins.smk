@@ -1,18 +1,28 @@
 # Protein families: each alignment prepared once, every model fitted per family and held-out
-# split, tables, claims and figures. Its own target, `snakemake proteins`; in the default target
-# when proteins.enabled, or in a shard that names it in shard_studies. Config slices, threads,
-# resources, captions: workflow_lib/studies/proteins/registry.py.
+# split, tables, claims and figures; with proteins.final_fit, every model fitted once more on all
+# of a family's sequences, and from those fits the family's contact lists and contact map. Its
+# own target, `snakemake proteins`; in the default target when proteins.enabled, or in a shard
+# that names it in shard_studies (its tables only). Config slices, threads, resources, captions:
+# workflow_lib/studies/proteins/registry.py.
 
 import re
 
-from workflow_lib.proteins.fitting import model_names
+from workflow_lib.proteins.fitting import chosen_from, model_names, score_names
+from workflow_lib.studies.proteins.registry import CONTACT_MAP_CAPTION
 
 PROTEINS = STUDY["proteins"]
 PROT = CFG["proteins"]
 PROT_DIR = f"{RESULTS}/proteins"
+PROT_CONTACTS = f"{PROT_DIR}/contacts"
 PROT_FAMILIES = [each["name"] for each in PROT["families"]]
 PROT_MODELS = model_names(PROT)
-PROT_TARGETS = [*figures("proteins"), f"{RESULTS}/{PROTEINS.claims}"]
+# a family's contact lists, one per final fit and score (a transformer's Jacobian scores too)
+PROT_LISTS = [name for model in PROT["models"] for name in score_names(model)]
+PROT_CONTACT_FILES = [*(f"{name}.tsv" for name in PROT_LISTS), "summary.csv", "contact_map.png",
+                      "contact_map.pdf"]
+PROT_TARGETS = [*figures("proteins"), f"{RESULTS}/{PROTEINS.claims}",
+                *(expand(f"{PROT_CONTACTS}/{{family}}/{{file}}", family=PROT_FAMILIES,
+                         file=PROT_CONTACT_FILES) if PROT["final_fit"] else [])]
 TARGETS["proteins"] = (PROT_TARGETS if PROT["enabled"] or "proteins" in (CFG["shard_studies"] or [])
                       else [])
 # each family's alignment and, when given, its distances (as the config gives them: relative to
@@ -70,6 +80,65 @@ rule protein_fit:
     threads: threads("protein_fit")
     resources:
         **resources("protein_fit"),
+    conda:
+        ENV
+    shell:
+        STAGE
+
+
+rule protein_final_fit:
+    """One model (an entry of proteins.models) on every sequence of a family, in the
+    configuration its split fits chose (``chosen_from``: factored attention's on the most splits,
+    a transformer's stop)."""
+    input:
+        data=rules.protein_data.output.data,
+        splits=lambda wildcards: expand(
+            f"{PROT_DIR}/{wildcards.family}/r{{r}}/{{run}}.h5",
+            r=realisations(CFG, PROTEINS), run=chosen_from(PROT, wildcards.model)),
+    output:
+        fit=f"{PROT_DIR}/{{family}}/final/{{model}}.h5",
+    log:
+        f"{LOGS}/proteins/{{family}}/final/{{model}}.log",
+    benchmark:
+        f"{BENCHMARKS}/proteins/{{family}}/final/{{model}}.tsv"
+    wildcard_constraints:
+        model="|".join(map(re.escape, PROT["models"])),
+    params:
+        **stage_params("protein_final_fit"),
+    threads: threads("protein_final_fit")
+    resources:
+        **resources("protein_final_fit"),
+    conda:
+        ENV
+    shell:
+        STAGE
+
+
+rule protein_contact_lists:
+    """A family's contact lists (one per final fit and score, plmc's couplings-file columns),
+    their summary and the family's contact map."""
+    input:
+        data=rules.protein_data.output.data,
+        fits=lambda wildcards: expand(f"{PROT_DIR}/{wildcards.family}/final/{{model}}.h5",
+                                      model=PROT["models"]),
+    output:
+        **{name.replace("-", "_"): f"{PROT_CONTACTS}/{{family}}/{name}.tsv"
+           for name in PROT_LISTS},
+        summary=f"{PROT_CONTACTS}/{{family}}/summary.csv",
+        png=report(f"{PROT_CONTACTS}/{{family}}/contact_map.png", caption=CAPTION,
+                   category=PROTEINS.title),
+        pdf=f"{PROT_CONTACTS}/{{family}}/contact_map.pdf",
+    log:
+        f"{LOGS}/proteins/contacts/{{family}}.log",
+    benchmark:
+        f"{BENCHMARKS}/proteins/contacts/{{family}}.tsv"
+    localrule: True
+    params:
+        **stage_params("protein_contact_lists"),
+        caption=CONTACT_MAP_CAPTION,
+    threads: threads("protein_contact_lists")
+    resources:
+        **resources("protein_contact_lists"),
     conda:
         ENV
     shell:

@@ -130,7 +130,7 @@ def test_deep_edit_changes_exactly_the_dependent_stages(package):
     with open(package / "mlm" / "models.py", "a") as f:  # stage -> mlm.plm / mlm.train -> models
         f.write("\n# an edit\n")  # and the protein fits: proteins.models -> mlm.models
     assert _changed(before, _digests(package)) == {"train", "plm", "sample_complexity",
-                                                   "protein_fit"}
+                                                   "protein_fit", "protein_final_fit"}
 
 
 @pytest.mark.slow

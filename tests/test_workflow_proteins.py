@@ -1,5 +1,6 @@
 """The protein study end to end with Snakemake: the shipped family in the tiny run of the
-default target, a user's own alignment through ``proteins.families``, and a bad alignment."""
+default target, a user's own alignment through ``proteins.families``, a family without a
+structure to its contact lists and results page, and a bad alignment."""
 
 from __future__ import annotations
 
@@ -17,9 +18,12 @@ from tests.conftest import ROOT
 from tests.workflow_runs import snakemake
 from workflow_lib.artefacts import read_artefact
 from workflow_lib.claims import VERDICTS
-from workflow_lib.proteins.alignment import ALPHABET, read_alignment
-from workflow_lib.studies.proteins.artefacts import PROTEIN_DATA, PROTEIN_FIT
+from workflow_lib.pages import results_page, snapshot
+from workflow_lib.proteins.alignment import ALPHABET, find_focus, read_alignment
+from workflow_lib.proteins.contact_lists import COLUMNS
+from workflow_lib.studies.proteins.artefacts import PROTEIN_DATA, PROTEIN_FINAL_FIT, PROTEIN_FIT
 from workflow_lib.studies.proteins.registry import STUDY
+from workflow_lib.studies.proteins.tables import NO_STRUCTURE
 
 PF00014 = ROOT / "data" / "proteins" / "PF00014"
 
@@ -66,6 +70,43 @@ def test_tiny_run_prepares_fits_and_judges_the_shipped_family(tiny_run):
         assert (results / "figures" / f"{panel.name}.png").stat().st_size > 0
 
 
+def check_focus_lists(results) -> pd.DataFrame:
+    """The shipped family's contact lists in the run in ``results``, numbered by its focus
+    TFPI2_BOVIN/95-147 (a record that spans every column: residue 94 + c at column c): the
+    letters are TFPI2's residues, and each pair's distance is that of its columns in the pairs
+    table. Returns the lists' summary."""
+    contacts = results / "proteins" / "contacts" / "PF00014_2000"
+    tfpi2 = find_focus(PF00014 / "PF00014.fasta.gz", "TFPI2_BOVIN/95-147").residues
+    pairs = pd.read_csv(results / "proteins" / "tables" / "pairs.csv")
+    distance = dict(zip(zip(pairs["i"], pairs["j"], strict=True), pairs["distance"],
+                        strict=True))
+    summary = pd.read_csv(contacts / "summary.csv")
+    for name in summary["list"]:
+        table = pd.read_csv(contacts / name, sep="\t")
+        assert list(table.columns) == [*COLUMNS, "distance", "contact"]
+        assert table["i"].min() >= 95 and table["j"].max() <= 147
+        for number, letter in (("i", "a_i"), ("j", "a_j")):
+            assert list(table[letter]) == [tfpi2[n - 95] for n in table[number]], name
+        np.testing.assert_allclose(
+            table["distance"], [distance[i - 94, j - 94] for i, j in zip(table["i"], table["j"],
+                                                                        strict=True)], rtol=1e-5)
+        assert (table["contact"] == (table["distance"] < 8)).all()
+    assert summary["P@L"].between(0, 1).all()
+    assert (summary["numbering"] == "residues of the focus sequence TFPI2_BOVIN/95-147").all()
+    return summary
+
+
+def test_tiny_run_takes_away_contact_lists_numbered_by_the_focus(tiny_run):
+    summary = check_focus_lists(tiny_run / "results")
+    assert list(summary["list"]) == ["factored.tsv", "plmdca.tsv", "vanilla1.tsv",
+                                     "vanilla1-jacobian.tsv", "vanilla3.tsv",
+                                     "vanilla3-jacobian.tsv"]
+    assert summary.loc[0, "configuration"] in ("factored-H2", "factored_softmax-H2")
+    assert (summary["M"] == 2000).all()  # every sequence
+    figure = tiny_run / "results" / "proteins" / "contacts" / "PF00014_2000" / "contact_map.png"
+    assert figure.stat().st_size > 0
+
+
 def _own_family(tmp_path) -> tuple[str, str]:
     """A user's A3M alignment (300 PF00014 sequences with insert states added) and a 3-column
     distance file of its columns."""
@@ -90,7 +131,8 @@ def test_a_users_own_alignment_end_to_end(tmp_path):
         "proteins": {"families": [{"name": "mine", "alignment": alignment,
                                    "distances": distances}],
                      "models": ["factored", "plmdca"], "heads": [1], "realisations": 2,
-                     "restarts": 1, "max_iter": 20}}))
+                     "restarts": 1, "max_iter": 20,
+                     "final_fit": False}}))  # the contact lists' test runs the final fits
     run = snakemake(tmp_path, config, "proteins")
     assert run.returncode == 0, (run.stdout + run.stderr)[-4000:]
     tables = tmp_path / "results" / "proteins" / "tables"
@@ -101,6 +143,61 @@ def test_a_users_own_alignment_end_to_end(tmp_path):
     claims = pd.read_csv(tables / "claims.csv")
     assert list(claims["id"]) == ["proteins.factored_as_plmdca.precision",
                                   "proteins.fits_converged"]
+
+
+@pytest.mark.slow
+def test_a_family_without_a_structure_to_its_contact_lists_and_page(tmp_path):
+    """300 PF00014 sequences and no distance file, one split: every model fitted on the split
+    and once more on all 300 sequences (proteins.final_fit), the contact lists in plmc's six
+    columns numbered by alignment column, and the results page saying the precision is
+    unknown."""
+    alignment, _ = _own_family(tmp_path)
+    config = tmp_path / "nostruct.yaml"
+    config.write_text(yaml.safe_dump({
+        "results": str(tmp_path / "results"), "compute": {"threads": 1},
+        "proteins": {"families": [{"name": "nostruct", "alignment": alignment}],
+                     "models": ["factored", "plmdca", "vanilla1"], "heads": [1],
+                     "realisations": 1, "restarts": 1, "max_iter": 20,
+                     "transformer": {"steps": 10, "eval_every": 5, "window": 1, "model_dim": 8,
+                                     "batch_size": 16}}}))
+    run = snakemake(tmp_path, config, "proteins")
+    assert run.returncode == 0, (run.stdout + run.stderr)[-4000:]
+    results = tmp_path / "results"
+    family = results / "proteins" / "nostruct"
+    data = read_artefact(family / "data.h5", PROTEIN_DATA)
+    assert "distances" not in data.data and "residues" not in data.data
+    for model, configuration in (("factored", "factored-H1"), ("plmdca", "plmdca"),
+                                 ("vanilla1", "vanilla1")):
+        split = read_artefact(family / "r0" / f"{configuration}.h5", PROTEIN_FIT)
+        final = read_artefact(family / "final" / f"{model}.h5", PROTEIN_FINAL_FIT)
+        assert final.attrs["configuration"] == configuration and final.attrs["M"] == 300
+        assert final["scores"].shape == split["scores"].shape == (53, 53)
+        assert not np.allclose(final["scores"], split["scores"])  # another fit: all sequences
+    assert read_artefact(family / "final" / "vanilla1.h5").attrs["steps"] == read_artefact(
+        family / "r0" / "vanilla1.h5").attrs["best_step"]
+    contacts = results / "proteins" / "contacts" / "nostruct"
+    pairs = pd.read_csv(results / "proteins" / "tables" / "pairs.csv")
+    for name in ("factored", "plmdca", "vanilla1", "vanilla1-jacobian"):
+        table = pd.read_csv(contacts / f"{name}.tsv", sep="\t", keep_default_na=False)
+        assert list(table.columns) == list(COLUMNS)  # no distance or contact column
+        assert (table["a_i"] == "-").all() and (table["a_j"] == "-").all()
+        assert (table["0"] == 0).all() and (np.diff(table["score"]) <= 0).all()
+        model = "factored-H1" if name == "factored" else name
+        split = pairs[pairs["model"] == model]
+        assert set(zip(table["i"], table["j"], strict=True)) == set(
+            zip(split["i"], split["j"], strict=True))  # the pairs the study ranks, by column
+    summary = pd.read_csv(contacts / "summary.csv")
+    assert list(summary["list"]) == ["factored.tsv", "plmdca.tsv", "vanilla1.tsv",
+                                     "vanilla1-jacobian.tsv"]
+    assert summary["P@L"].isna().all() and (summary["contacts"] == NO_STRUCTURE).all()
+    assert (summary["numbering"] == "alignment columns (1-based)").all()
+    assert (contacts / "contact_map.png").stat().st_size > 0
+    snap = tmp_path / "snap"
+    assert snapshot(results, snap, STUDY, {})
+    page = results_page(snap, STUDY, "nostruct")
+    rows = [line for line in page.splitlines() if line.startswith("| nostruct |")]
+    assert len(rows) == 4 and all(row.endswith(f"| {NO_STRUCTURE} |") for row in rows), rows
+    assert "precision" not in " ".join(pd.read_csv(results / STUDY.claims)["id"])
 
 
 GOOD = ">a\nACDEFGH\n>b\nACDEFGW\n"

@@ -1,4 +1,5 @@
-"""Protein-family alignments: reading, gap filtering, structural distances and held-out splits.
+"""Protein-family alignments: reading, a focus (reference) sequence and its residue numbers,
+gap filtering, structural distances and held-out splits.
 
 An alignment is an ``(M, L)`` int8 array of codes into ``ALPHABET`` (the 20 amino acids in
 alphabetical one-letter order, then the gap, ``GAP = 20``, ``Q = 21`` states). The ambiguity
@@ -9,6 +10,7 @@ codes B, Z, X, J, U and O read as the gap, as in plmDCA. Any problem in a file r
 from __future__ import annotations
 
 import gzip
+import re
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,17 +76,12 @@ def open_text(path: Path, kind: str) -> str:
     return data.decode("latin-1")
 
 
-def read_alignment(path: str | Path) -> Alignment:
-    """Read a gapped FASTA or A3M alignment, plain or gzipped.
-
-    Sequences may span several lines. Upper-case letters and '-' are aligned columns (the
-    ambiguity codes B, Z, X, J, U, O read as the gap); lower-case letters and '.' are A3M insert
-    states and are dropped. Comment lines starting with '#' before the first record are skipped
-    (as in A3M files). Raises ``AlignmentError`` (one line: file, record name and 1-based number,
-    problem) for a missing file, a file with no records or not starting with '>', a record with
-    no aligned column, a record whose aligned length differs from the first record's, or a
-    character outside these (with its 1-based column in the record's sequence as written).
-    """
+def read_records(path: str | Path) -> list[tuple[str, str]]:
+    """The records of a FASTA or A3M file, plain or gzipped: ``(header, text)`` each, the header
+    without '>' and stripped, the text its sequence lines joined as written (every character
+    kept). Comment lines starting with '#' before the first record are skipped (as in A3M files).
+    Raises ``AlignmentError`` (one line) for a missing or unreadable file, a file with no records
+    and one not starting with '>'."""
     path = Path(path)
     lines = open_text(path, "alignment").splitlines()
     start = 0
@@ -98,18 +95,29 @@ def read_alignment(path: str | Path) -> Alignment:
             f"{path}: line {start + 1} starts with {lines[start][:1]!r}, expected '>' "
             "(not a FASTA/A3M file); give a gapped FASTA or A3M alignment"
         )
-    names: list[str] = []
-    chunks: list[list[str]] = []
+    records: list[tuple[str, list[str]]] = []
     for line in lines[start:]:
         if line.startswith(">"):
-            names.append(line[1:].strip())
-            chunks.append([])
+            records.append((line[1:].strip(), []))
         else:
-            chunks[-1].append(line.strip())
-    rows = []
-    for number, (name, chunk) in enumerate(zip(names, chunks, strict=True), start=1):
+            records[-1][1].append(line.strip())
+    return [(name, "".join(chunk)) for name, chunk in records]
+
+
+def read_alignment(path: str | Path) -> Alignment:
+    """Read a gapped FASTA or A3M alignment, plain or gzipped (``read_records``).
+
+    Sequences may span several lines. Upper-case letters and '-' are aligned columns (the
+    ambiguity codes B, Z, X, J, U, O read as the gap); lower-case letters and '.' are A3M insert
+    states and are dropped. Raises ``AlignmentError`` (one line: file, record name and 1-based
+    number, problem) for a missing file, a file with no records or not starting with '>', a
+    record with no aligned column, a record whose aligned length differs from the first record's,
+    or a character outside these (with its 1-based column in the record's sequence as written).
+    """
+    path = Path(path)
+    names, rows = [], []
+    for number, (name, text) in enumerate(read_records(path), start=1):
         where = f"{path}: record {number} ({name!r})"
-        text = "".join(chunk)
         codes = _CODES[np.frombuffer(text.encode("latin-1"), np.uint8)]
         bad = np.flatnonzero(codes == _INVALID)
         if bad.size:
@@ -128,10 +136,81 @@ def read_alignment(path: str | Path) -> Alignment:
                 f"{rows[0].size}; every record must have the same aligned columns (upper case "
                 "and '-'): realign or drop it"
             )
+        names.append(name)
         rows.append(codes)
     seqs = np.stack(rows).astype(np.int8)
     seqs.flags.writeable = False
     return Alignment(names=tuple(names), seqs=seqs, path=str(path))
+
+
+@dataclass(frozen=True, eq=False)
+class Focus:
+    """The focus (reference) sequence of an alignment, as plmc's ``-f``.
+
+    ``name``: its header's first word; ``record``: its 0-based record number; ``start``: the
+    residue number of its first residue (``START`` of a name ``NAME/START-END``, else 1);
+    ``residues``: its residues in order as written, upper-cased (aligned and insert states
+    alike: residue ``start + k`` is ``residues[k]``); ``numbers: (L_raw,)`` int, per aligned
+    column the residue number of its residue there (0 at a gap); ``columns: (L_raw,)`` bool, the
+    aligned columns where it has one of the 20 amino acids in upper case: the model's columns.
+    """
+
+    name: str
+    record: int
+    start: int
+    residues: str
+    numbers: np.ndarray
+    columns: np.ndarray
+
+
+REGION = re.compile(r"/(\d+)-(\d+)$")  # a name's residue range, NAME/START-END
+
+
+def find_focus(path: str | Path, focus: str) -> Focus:
+    """The record ``focus`` of the alignment ``path`` (``Focus``): the one whose header's first
+    word is ``focus`` or starts with ``focus`` followed by ``/START-END``.
+
+    Residues are the letters of the record's text (upper case: aligned; lower case: A3M insert
+    states, counted in the numbering though not aligned; '-' and '.' are no residue), numbered
+    from the name's ``START`` (else 1). Raises ``AlignmentError`` (one line: the file, the focus,
+    the problem, what to do) when no record or several match, when the name's range ``START-END``
+    holds another number of residues than the text (residues dropped from the file: the numbers
+    would be wrong) and when the record has no amino acid in an aligned column. Call it on a file
+    ``read_alignment`` reads."""
+    path = Path(path)
+    records = read_records(path)
+    words = [name.split()[0] if name.split() else "" for name, _ in records]
+    found = [k for k, word in enumerate(words) if word == focus or word.startswith(focus + "/")]
+    where = f"{path}: focus {focus!r}"
+    if not found:
+        raise AlignmentError(f"{where}: no record of that name (the header's first word, with "
+                             f"or without its /START-END); name one, e.g. {words[0]!r}, or leave "
+                             "out focus to number residues by alignment column")
+    if len(found) > 1:
+        names = ", ".join(repr(words[k]) for k in found[:3])
+        raise AlignmentError(f"{where}: {len(found)} records match ({names}"
+                             f"{', ...' if len(found) > 3 else ''}); give the whole name, with "
+                             "its /START-END")
+    record, text = found[0], records[found[0]][1]
+    region = REGION.search(words[record])
+    start = int(region[1]) if region else 1
+    residues = "".join(char.upper() for char in text if char.isalpha())
+    if region and start + len(residues) - 1 != int(region[2]):
+        raise AlignmentError(
+            f"{where}: the record holds {len(residues)} residues but its name spans "
+            f"{region[1]}-{region[2]} ({int(region[2]) - start + 1}): residues were dropped from "
+            "the file (insert states), so numbering from its START would be wrong; name another "
+            "record, or leave out focus to number residues by alignment column")
+    numbers, columns, count = [], [], 0
+    for char in text:
+        if char.isupper() or char == "-":  # an aligned column
+            numbers.append(start + count if char.isalpha() else 0)
+            columns.append(char in ALPHABET[:GAP])
+        count += char.isalpha()
+    if not any(columns):
+        raise AlignmentError(f"{where}: the record has no amino acid in an aligned column; name "
+                             "another record")
+    return Focus(words[record], record, start, residues, np.array(numbers), np.array(columns))
 
 
 def alignment_size(path: str | Path) -> tuple[int, int]:
@@ -233,8 +312,9 @@ def read_distances(path: str | Path, L: int) -> np.ndarray:
 
 def check_families(families: list[dict], root: str | Path) -> list[str]:
     """Open every alignment and distance file of ``proteins.families`` and parse it whole
-    (``read_alignment``, ``read_distances`` with the alignment's L): one line per problem, in the
-    order of the list, empty when every file reads. Relative paths are taken from ``root``."""
+    (``read_alignment``, ``find_focus`` of a family's ``focus``, ``read_distances`` with the
+    alignment's L): one line per problem, in the order of the list, empty when every file reads.
+    Relative paths are taken from ``root``."""
     problems = []
     for family in families:
         where = f"proteins.families {family['name']!r}"
@@ -243,6 +323,11 @@ def check_families(families: list[dict], root: str | Path) -> list[str]:
         except AlignmentError as exc:
             problems.append(f"{where}: {exc}")
             L = None
+        if L is not None and "focus" in family:
+            try:
+                find_focus(Path(root, family["alignment"]), family["focus"])
+            except AlignmentError as exc:
+                problems.append(f"{where}: {exc}")
         if "distances" in family:
             try:
                 if L is None:  # the indices cannot be checked without L: read the text only

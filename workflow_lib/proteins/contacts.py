@@ -20,6 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 
 N_AMINO_ACIDS = 20  # the alphabet's amino acids come first; the gap is index 20
+JACOBIAN_SUFFIX = "-jacobian"  # a transformer's Jacobian contact scores: rows of their own
 
 
 def _check_couplings(J: np.ndarray) -> np.ndarray:

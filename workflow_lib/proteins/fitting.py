@@ -10,6 +10,10 @@ transformers, and beside it their categorical-Jacobian scores (``jacobian``) ove
 ``JACOBIAN_SEQUENCES`` of them. Losses are in nats per site, every site masked in turn. The
 transformers train to their stop criterion on the validation sequences
 (``transformer.train_transformer``) and keep the parameters of their lowest validation loss.
+
+A final fit (``fit_final``) fits one model on every sequence, without validation or held-out
+ones: the configuration its split fits chose, a transformer for the steps at which they
+stopped.
 """
 
 from __future__ import annotations
@@ -50,6 +54,21 @@ def model_names(cfg: dict) -> list[str]:
     return names
 
 
+def chosen_from(cfg: dict, model: str) -> list[str]:
+    """The run names of the split fits whose choices the final fit of ``model`` (an entry of
+    ``proteins.models``) takes: every factored configuration (the one chosen on the most splits
+    is fitted), a transformer's own fits (the steps at which they stopped), none for plmDCA."""
+    if model == "factored":
+        return model_names({**cfg, "models": ["factored"]})
+    return [model] if model in TRANSFORMERS else []
+
+
+def score_names(model: str) -> list[str]:
+    """The names of the contact scores of a fit of ``model`` in tables and contact lists: the
+    model's, and for a transformer also its Jacobian scores' (``model-jacobian``)."""
+    return [model, f"{model}{contacts.JACOBIAN_SUFFIX}"] if model in TRANSFORMERS else [model]
+
+
 def coupling_model(name: str, cfg: dict, L: int) -> models.CouplingModel:
     """The ``CouplingModel`` of run ``name`` (``factored[_softmax]-H<h>`` or ``plmdca``)."""
     if name == "plmdca":
@@ -59,6 +78,14 @@ def coupling_model(name: str, cfg: dict, L: int) -> models.CouplingModel:
         raise ValueError(f"unknown protein model {name!r}")
     return models.CouplingModel("factored", L, heads=int(heads),
                                 softmax=prefix == "factored_softmax", fields=cfg["fields"])
+
+
+def evaluation_rows(M: int) -> np.ndarray:
+    """The rows of ``M`` training sequences that a transformer's attention map and training loss
+    average: ``TRANSFORMER_EVAL_SEQUENCES`` of them (all when fewer) drawn by
+    ``numpy.random.default_rng(0)``, sorted."""
+    n = min(M, TRANSFORMER_EVAL_SEQUENCES)
+    return np.sort(np.random.default_rng(0).permutation(M)[:n])
 
 
 @dataclass
@@ -87,15 +114,16 @@ def fit_model(name: str, cfg: dict, train: tuple[np.ndarray, np.ndarray],
               key: jax.Array) -> ModelResult:  # fmt: skip
     """Fit run ``name`` under the ``proteins`` config ``cfg`` on ``train = (seqs (M, L),
     weights (M,))``, score it on ``validation = (seqs (M_val, L), weights (M_val,))`` (a
-    transformer's stop criterion) and evaluate every sequence of ``test: (M_test, L)``."""
+    transformer's stop criterion) and evaluate every sequence of ``test: (M_test, L)`` (none
+    when ``M_test`` is 0: ``test_losses`` empty)."""
     start = time.perf_counter()
     train_seqs, train_w = train
     if name in TRANSFORMERS:
         run = train_transformer(name, cfg["transformer"], train, validation, key)
         spec, params = run.spec, run.params
-        test_losses, _ = evaluate_transformer(spec, params, test)
-        n = min(len(train_seqs), TRANSFORMER_EVAL_SEQUENCES)
-        rows = np.sort(np.random.default_rng(0).permutation(len(train_seqs))[:n])
+        test_losses = (evaluate_transformer(spec, params, test)[0] if len(test)
+                       else np.zeros(0))
+        rows = evaluation_rows(len(train_seqs))
         train_losses, att = evaluate_transformer(spec, params, train_seqs[rows])
         jacobian_start = time.perf_counter()
         jac = transformer_jacobian(spec, params, train_seqs[rows[:JACOBIAN_SEQUENCES]])
@@ -133,10 +161,38 @@ def fit_model(name: str, cfg: dict, train: tuple[np.ndarray, np.ndarray],
         for x, w in (train, validation))
     return ModelResult(
         contacts.contact_scores(J),
-        np.asarray(losses(result.params, jnp.asarray(test, jnp.int32)), np.float64),
+        (np.asarray(losses(result.params, jnp.asarray(test, jnp.int32)), np.float64)
+         if len(test) else np.zeros(0)),
         train_loss, validation_loss, params,
         {"objective": result.objective, "iterations": result.iterations,
          "grad_norm": result.grad_norm, "converged": result.converged,
          "stop_reason": result.stop_reason, "starts": len(result.objectives),
          "seconds": time.perf_counter() - start, "n_params": model.n_params()},
     )
+
+
+def fit_final(name: str, cfg: dict, data: tuple[np.ndarray, np.ndarray], key: jax.Array,
+              steps: int | None = None) -> ModelResult:  # fmt: skip
+    """Fit run ``name`` on every sequence of ``data = (seqs (M, L), weights (M,))``, with no
+    validation or held-out sequence: a coupling model as ``fit_model`` fits it; a transformer
+    (``steps`` required) for exactly ``steps`` Adam steps, in one compiled call with its one
+    evaluation at the end (``eval_every = steps``, on the training sequences its attention map
+    averages, ``evaluation_rows``), so that it keeps its last parameters. The
+    result's ``validation_loss`` is NaN and its ``test_losses`` empty; a transformer's
+    ``converged`` says it ran its ``steps``."""
+    seqs, weights = data
+    validation = data
+    if name in TRANSFORMERS:
+        if steps is None or steps < 1:
+            raise ValueError(f"the final fit of {name} needs its steps, got {steps}")
+        cfg = {**cfg, "transformer": {**cfg["transformer"], "steps": int(steps),
+                                      "eval_every": int(steps), "window": 1}}
+        rows = evaluation_rows(len(seqs))  # evaluated once, at the end: its loss is reported
+        validation = (seqs[rows], weights[rows])
+    res = fit_model(name, cfg, data, validation, seqs[:0], key)
+    metrics = dict(res.metrics)
+    if name in TRANSFORMERS:
+        metrics |= {"converged": metrics["steps"] == steps,
+                    "stop_reason": f"{steps} steps, the split fits' stop"}
+    return ModelResult(res.scores, res.test_losses, res.train_loss, float("nan"), res.params,
+                       metrics, res.jacobian_scores, res.curve)

@@ -2,3 +2,4 @@
 
 PROTEIN_DATA = "protein-data/2"
 PROTEIN_FIT = "protein-fit/2"
+PROTEIN_FINAL_FIT = "protein-final-fit/1"

@@ -93,21 +93,24 @@ def _contact_fraction(fam: pd.DataFrame) -> float:
     return float(one["contact"].astype(bool).mean()) if len(one) else float("nan")
 
 
-def _marker_size(L: int) -> float:
-    """Area (points^2) of a square marker about one residue wide on a contact-map panel."""
-    side = 0.85 * PANEL_SIZE * 72 / max(L, 1)
+def _marker_size(span: float) -> float:
+    """Area (points^2) of a square marker about one residue wide on a contact-map panel that
+    spans ``span`` residues."""
+    side = 0.85 * PANEL_SIZE * 72 / max(span, 1)
     return max(side, 1.5) ** 2
 
 
-def contact_maps(pairs: pd.DataFrame) -> Figure:
+def contact_maps(pairs: pd.DataFrame, numbering: str = "alignment column") -> Figure:
     """Contact maps, one row per family and one panel per model: the true contacts (grey) in the
     lower triangle and the model's top-L pairs in the upper triangle, true positives in blue and
     false positives in red; each panel's title gives the model's top-L precision and the expected
     precision of a random ranking.
 
     ``pairs`` has columns family, model, i, j, score, contact (bool, a true contact) and L, one row
-    per evaluated pair ``i < j`` of each model; the true contacts are the pairs marked as contacts
-    for any model of the family.
+    per evaluated pair ``i < j`` of each model, ``i`` and ``j`` residue numbers (alignment
+    columns, or a focus sequence's residues: each panel spans the smallest to the largest, its
+    axes labelled ``numbering``); the true contacts are the pairs marked as contacts for any
+    model of the family.
     """
     families = list(dict.fromkeys(pairs["family"]))
     models = _models(pairs)
@@ -120,9 +123,10 @@ def contact_maps(pairs: pd.DataFrame) -> Figure:
         known = fam["distance"].notna()  # a family without a distance file has none
         contact = fam["contact"].fillna(False).astype(bool)
         true = fam[contact][["i", "j"]].drop_duplicates()
-        size = _marker_size(L)
+        numbers = fam[["i", "j"]].to_numpy()
+        low, edge = int(numbers.min()) - 0.5, int(numbers.max()) + 0.5
+        size = _marker_size(edge - low)
         random = _contact_fraction(fam)
-        edge = max(L, int(fam[["i", "j"]].to_numpy().max())) + 0.5  # 1-based alignment columns
         for col, model in enumerate(models):
             ax = axes[row, col]
             ax.scatter(true["i"], true["j"], s=size, marker="s", color=TRUE_CONTACT_COLOUR,
@@ -136,23 +140,23 @@ def contact_maps(pairs: pd.DataFrame) -> Figure:
             for mask, colour in colours:
                 ax.scatter(top["j"][mask], top["i"][mask], s=size, marker="s", color=colour,
                            lw=0)
-            ax.plot([0.5, edge], [0.5, edge], color="k", lw=0.5)
-            ax.set_xlim(0.5, edge)
-            ax.set_ylim(edge, 0.5)  # residue 1 top left, as an image
+            ax.plot([low, edge], [low, edge], color="k", lw=0.5)
+            ax.set_xlim(low, edge)
+            ax.set_ylim(edge, low)  # the first residue top left, as an image
             ax.set_aspect("equal")
             ax.tick_params(labelsize=6)
             precision = (f"{hit.mean():.2f} (random {random:.2f})" if known.any() and len(hit)
-                         else "n/a (no distances)")
+                         else "unknown (no structure)")
             ax.set_title(f"{family}: {model}\ntop-L precision {precision}", fontsize=8)
             if row == len(families) - 1:
-                ax.set_xlabel("residue", fontsize=7)
+                ax.set_xlabel(numbering, fontsize=7)
             if col == 0:
-                ax.set_ylabel("residue", fontsize=7)
+                ax.set_ylabel(numbering, fontsize=7)
     entries = [(TRUE_CONTACT_COLOUR, "true contact (lower)"),
                (TRUE_POSITIVE_COLOUR, "top-L pair, true positive (upper)"),
                (FALSE_POSITIVE_COLOUR, "top-L pair, false positive (upper)")]
     if pairs["distance"].isna().groupby(pairs["family"]).all().any():
-        entries.append((UNKNOWN_COLOUR, "top-L pair, no distances (upper)"))
+        entries.append((UNKNOWN_COLOUR, "top-L pair, no structure (upper)"))
     handles = [Line2D([], [], marker="s", ls="", color=c, label=lab) for c, lab in entries]
     if "contacts" in pairs:
         definitions = sorted(set(pairs["contacts"].dropna()) - {""})

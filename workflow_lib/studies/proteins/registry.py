@@ -16,18 +16,36 @@ COUPLING_FIT_KEYS = ("fields", "lambdas", "restarts", "max_iter", "grad_tol")
 DISTANCE_KIND = "distance"  # a family's distance_kind when its config entry gives none
 
 
+def _family(cfg, name: str) -> dict:
+    """The ``proteins.families`` entry of family ``name``."""
+    return next(each for each in cfg["proteins"]["families"] if each["name"] == name)
+
+
 def _data_params(cfg, wc) -> dict:
+    """The data slice, and the family's ``focus`` when it names one."""
+    p, focus = cfg["proteins"], _family(cfg, wc["family"]).get("focus")
+    return {"seed": cfg["seed"], "family": wc["family"], **{k: p[k] for k in DATA_KEYS},
+            **({"focus": focus} if focus else {})}
+
+
+def _model_params(cfg, wc) -> dict:
+    """The slice of one model's fit: the transformers' section for a transformer, the L-BFGS
+    fit's keys for factored attention and plmDCA."""
     p = cfg["proteins"]
-    return {"seed": cfg["seed"], "family": wc["family"], **{k: p[k] for k in DATA_KEYS}}
+    keys = ("transformer",) if wc["model"].startswith("vanilla") else COUPLING_FIT_KEYS
+    return {"seed": cfg["seed"], "family": wc["family"], "model": wc["model"],
+            "proteins": {k: p[k] for k in keys}}
 
 
 def _fit_params(cfg, wc) -> dict:
-    """The slice of one fit: the transformers' section for a transformer, the L-BFGS fit's keys
-    for factored attention and plmDCA."""
-    p = cfg["proteins"]
-    keys = ("transformer",) if wc["model"].startswith("vanilla") else COUPLING_FIT_KEYS
-    return {"seed": cfg["seed"], "family": wc["family"], "realisation": int(wc["r"]),
-            "model": wc["model"], "proteins": {k: p[k] for k in keys}}
+    """The slice of one split's fit."""
+    return {**_model_params(cfg, wc), "realisation": int(wc["r"])}
+
+
+def _contact_list_params(cfg, wc) -> dict:
+    """The contact definition and what the family's distance file holds."""
+    return {"family": wc["family"], "contacts": cfg["proteins"]["contacts"],
+            "distance_kind": _family(cfg, wc["family"]).get("distance_kind", DISTANCE_KIND)}
 
 
 def _evaluation_params(cfg, wc) -> dict:
@@ -50,6 +68,12 @@ STUDY = Study(
              resources.data_minutes, resources.data_mb),
         Rule("protein_fit", f"{STAGES}.stages:protein_fit", _fit_params, resources.fit_minutes,
              resources.fit_memory, threaded=True, gpu=True),
+        # proteins.final_fit: per family and model, the configuration the splits chose fitted
+        # on every sequence, and the family's contact lists and contact map from those fits
+        Rule("protein_final_fit", f"{STAGES}.stages_final:protein_final_fit", _model_params,
+             resources.fit_minutes, resources.fit_memory, threaded=True, gpu=True),
+        Rule("protein_contact_lists", f"{STAGES}.stages_contacts:protein_contact_lists",
+             _contact_list_params, constant(10), constant(2000), local=True),
         Rule("protein_tables", f"{STAGES}.stages_results:protein_tables", _evaluation_params,
              constant(10), constant(2000), local=True),
         claims_rule("protein_claims", "proteins"),
@@ -75,3 +99,10 @@ STUDY = Study(
               "held-out split."),
     ),
 )
+
+CONTACT_MAP_CAPTION = (
+    "Protein family: the contact map of each model's fit on every sequence (proteins.final_fit), "
+    "numbered as the family's contact lists (its focus sequence's residues, else its alignment "
+    "columns): true contacts (grey, lower triangle) and the model's top-L pairs (upper "
+    "triangle: true positives blue, false positives red; a family without a structure has no "
+    "true contacts and its precision is unknown).")

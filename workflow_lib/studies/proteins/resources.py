@@ -154,16 +154,26 @@ def data_mb(cfg: Config, wildcards: Wildcards) -> float:
     return BASELINE["mb"](L, M)
 
 
+def fit_kind(cfg: Config, model: str) -> tuple[str, int]:
+    """``(kind, H)`` of a fit job's ``model``: a split fit's run name (``model_kind``), or a
+    final fit's entry of ``proteins.models``, ``factored`` at its largest head count (the split
+    fits choose its configuration after planning)."""
+    if model == "factored":
+        return "factored", max(cfg["proteins"]["heads"])
+    return model_kind(model)
+
+
 def fit_minutes(cfg: Config, wildcards: Wildcards) -> float:
-    """Runtime of the ``protein_fit`` job of ``wildcards['family']`` and ``['model']``."""
+    """Runtime of the ``protein_fit`` or ``protein_final_fit`` job of ``wildcards['family']``
+    and ``['model']``: its full budget on every record."""
     M, L = family_size(cfg, wildcards["family"])
-    kind, H = model_kind(wildcards["model"])
+    kind, H = fit_kind(cfg, wildcards["model"])
     return fit_seconds(kind, L, M, H, units(kind, cfg["proteins"], L, M)) / 60
 
 
 def fit_memory(cfg: Config, wildcards: Wildcards) -> float:
-    """Memory of the ``protein_fit`` job of ``wildcards['family']`` and ``['model']``."""
+    """Memory of the ``protein_fit`` or ``protein_final_fit`` job of ``wildcards['family']``
+    and ``['model']``."""
     M, L = family_size(cfg, wildcards["family"])
-    kind, H = model_kind(wildcards["model"])
+    kind, H = fit_kind(cfg, wildcards["model"])
     return fit_mb(kind, L, M, H)
-

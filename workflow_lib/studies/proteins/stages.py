@@ -15,7 +15,14 @@ import numpy as np
 
 from workflow_lib.artefacts import read_artefact, write_artefact
 from workflow_lib.keys import stage_key
-from workflow_lib.proteins.alignment import ALPHABET, filter_gaps, read_alignment, read_distances
+from workflow_lib.proteins.alignment import (
+    ALPHABET,
+    Focus,
+    filter_gaps,
+    find_focus,
+    read_alignment,
+    read_distances,
+)
 from workflow_lib.proteins.fitting import fit_model
 from workflow_lib.proteins.models import weighted_mean
 from workflow_lib.proteins.splits import held_out_split
@@ -43,20 +50,31 @@ def protein_data(job: Job) -> None:
     draw ``realisations`` splits into fitted, validation and held-out rows
     (``splits.held_out_split``).
 
+    With a ``focus`` (``alignment.find_focus``, plmc's ``-f``) the columns are first those where
+    the focus sequence has an amino acid in upper case, then the gap filter's among them.
+
     Datasets: ``seqs: (M, L)`` int8 in ``ALPHABET`` order; ``alignment_weights: (M,)`` (the
     whole alignment's, whose sum is M_eff); ``rows: (M,)`` (0-based records kept),
     ``columns: (L,)`` (1-based alignment columns kept: the residue numbering of every table);
     per realisation ``train`` (the fitted rows), ``validation``, ``test: (R, M)`` bool and
     ``weights: (R, M)`` (within each part); ``distances: (L, L)`` in Å (NaN: unknown) when the
-    family has a distance file. Verified: weights in (0, 1], every split with fitted, validation
-    and held-out rows.
+    family has a distance file; with a focus, ``residues: (L,)`` its residue number at each
+    column (the contact lists' numbering) and the attributes ``focus`` (its name),
+    ``focus_row`` (its row of ``seqs``), ``focus_start`` and ``focus_sequence`` (its residues,
+    residue ``focus_start + k`` at ``k``). Verified: weights in (0, 1], every split with fitted,
+    validation and held-out rows; the focus's row in ``seqs`` reads its residues at ``residues``.
     """
     p = job.params
     path = Path(job.input["alignment"])
     aln = read_alignment(path)
     raw_distances = (read_distances(job.input["distances"], aln.seqs.shape[1])
                      if "distances" in job.input else None)  # bad input fails before the work
-    seqs, rows, columns = filter_gaps(aln.seqs, p["max_gap_sequence"], p["max_gap_column"])
+    focus = find_focus(path, p["focus"]) if "focus" in p else None
+    candidates = (np.flatnonzero(focus.columns) if focus is not None
+                  else np.arange(aln.seqs.shape[1]))
+    seqs, rows, filtered = filter_gaps(aln.seqs[:, candidates], p["max_gap_sequence"],
+                                       p["max_gap_column"])
+    columns = candidates[filtered]
     M, L = seqs.shape
     weights = sequence_weights(seqs, p["identity"])
     splits = [held_out_split(seqs, p["held_out"], p["identity"], split_seed(p["seed"], r),
@@ -77,6 +95,15 @@ def protein_data(job: Job) -> None:
             "columns": columns + 1, **{part: np.stack([getattr(s, part) for s in splits])
                                        for part in ("train", "validation", "test")},
             "weights": parts}
+    focus_attrs = {}
+    if focus is not None:
+        data["residues"] = focus.numbers[columns]
+        focus_attrs = {"focus": focus.name,
+                       "focus_row": _focus_row(focus, seqs, rows, data["residues"]),
+                       "focus_start": focus.start, "focus_sequence": focus.residues}
+        log.info("%s: focus %s (record %d), residues %d-%d; %d of its %d aligned residues kept "
+                 "by the gap filter", p["family"], focus.name, focus.record + 1,
+                 data["residues"][0], data["residues"][-1], L, int(focus.columns.sum()))
     known = float("nan")
     if raw_distances is not None:
         data["distances"] = raw_distances[np.ix_(columns, columns)]
@@ -103,8 +130,22 @@ def protein_data(job: Job) -> None:
                "held_out_dropped": json.dumps([s.dropped for s in splits]),
                "validation_dropped": json.dumps([s.validation_dropped for s in splits]),
                "distances_known": known, "alignment": str(path),
-               "alignment_sha256": hashlib.sha256(path.read_bytes()).hexdigest()},
+               "alignment_sha256": hashlib.sha256(path.read_bytes()).hexdigest(), **focus_attrs},
     )
+
+
+def _focus_row(focus: Focus, seqs: np.ndarray, rows: np.ndarray, residues: np.ndarray) -> int:
+    """The row of ``seqs: (M, L)`` (records ``rows``) that holds the focus, checked: it is kept,
+    its residue numbers ``residues: (L,)`` increase, and its codes are its residues there."""
+    found = np.flatnonzero(rows == focus.record)
+    if found.size != 1:
+        raise StageError(f"{focus.name}: the focus sequence was dropped by the gap filter")
+    letters = "".join(ALPHABET[code] for code in seqs[found[0]])
+    expected = "".join(focus.residues[number - focus.start] for number in residues)
+    if not (np.all(np.diff(residues) > 0) and letters == expected):
+        raise StageError(f"{focus.name}: its residue numbers do not read its residues "
+                         f"({letters[:20]} at the columns, {expected[:20]} by number)")
+    return int(found[0])
 
 
 def protein_fit(job: Job) -> None:

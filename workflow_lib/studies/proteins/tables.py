@@ -13,6 +13,7 @@ import pandas as pd
 
 from workflow_lib.artefacts import Artefact
 from workflow_lib.proteins import contacts
+from workflow_lib.proteins.contacts import JACOBIAN_SUFFIX
 
 FIT_ATTRS = ("heldout_loss", "validation_loss", "train_loss", "converged", "stop_reason", "seconds",
              "n_params")
@@ -22,7 +23,8 @@ CURVE_COLUMNS = ("family", "model", "realisation", "L", "rank", "precision", "P@
                  "contacts")
 PAIR_COLUMNS = ("i", "j", "score", "rank", "distance", "contact", "family", "model",
                 "realisation", "L", "contacts")
-JACOBIAN_SUFFIX = "-jacobian"  # a transformer's Jacobian contact scores: rows of their own
+# the contact definition of a family without a structure on its results page (family_models)
+NO_STRUCTURE = "none: no structure given, precision unknown"
 
 
 def _pairs(scores: np.ndarray, data: Artefact, cfg: dict) -> pd.DataFrame:
@@ -74,7 +76,7 @@ def build(data: list[Artefact], fits: list[Artefact], cfg: dict,
             training.append(pd.DataFrame({"family": family, "model": fit.attrs["model"],
                                           "realisation": r, "budget": fit.attrs["budget"],
                                           **{k: fit[f"curve/{k}"] for k in CURVE}}))
-        for name, scores in _score_kinds(fit):
+        for name, scores in score_kinds(fit):
             row = {"family": family, "model": name, "realisation": r, "L": L,
                    **{k: fit.attrs[k] for k in FIT_ATTRS}}
             if "distances" in d.data:
@@ -107,13 +109,29 @@ def build(data: list[Artefact], fits: list[Artefact], cfg: dict,
     }
 
 
-def _score_kinds(fit: Artefact) -> list[tuple[str, np.ndarray]]:
+def score_kinds(fit: Artefact) -> list[tuple[str, np.ndarray]]:
     """The contact scores of a fit under their table names: ``(model, scores)``, and for a
     transformer also ``(model-jacobian, its Jacobian scores)`` beside its attention map's."""
     kinds = [(fit.attrs["model"], fit["scores"])]
     if "jacobian_scores" in fit.data:
         kinds.append((f"{fit.attrs['model']}{JACOBIAN_SUFFIX}", fit["jacobian_scores"]))
     return kinds
+
+
+def final_choice(choice: pd.DataFrame) -> pd.DataFrame:
+    """Per family of ``choice`` (``factored_choice``), the factored configuration that its final
+    fit on every sequence takes: the one chosen on the most splits, ties broken by the lowest
+    validation loss averaged over the splits. Columns family, model, chosen (on how many splits),
+    splits."""
+    if choice.empty:
+        return pd.DataFrame(columns=["family", "model", "chosen", "splits"])
+    per = choice.groupby(["family", "model"]).agg(chosen=("chosen", "sum"),
+                                                  validation_loss=("validation_loss", "mean"))
+    per = per.reset_index().sort_values(["family", "chosen", "validation_loss"],
+                                        ascending=[True, False, True], kind="stable")
+    best = per.groupby("family", sort=True).head(1).set_index("family")
+    best["splits"] = choice.groupby("family")["realisation"].nunique()
+    return best.reset_index()[["family", "model", "chosen", "splits"]]
 
 
 def family_models_table(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
@@ -144,9 +162,10 @@ def factored_choice(models: pd.DataFrame) -> pd.DataFrame:
 def family_models(models: pd.DataFrame) -> pd.DataFrame:
     """One row per (family, model): the held-out loss and the precisions averaged over the
     family's splits (``splits`` of them), the unit of the protein claims; the yardsticks
-    (``P@k_random``, ``contacts``) carried over. The columns read family, model, splits, L, the
-    precisions with the family's random-ranking precision ``P@k_random`` right after them, then
-    the losses, the seconds and the contact definition."""
+    (``P@k_random``, ``contacts``) carried over, ``contacts`` reading ``NO_STRUCTURE`` for a
+    family without distances. The columns read family, model, splits, L, the precisions with the
+    family's random-ranking precision ``P@k_random`` right after them, then the losses, the
+    seconds and the contact definition."""
     if models.empty:
         return models
     numbers = [c for c in ("heldout_loss", "validation_loss", "train_loss", "P@L/5", "P@L/2",
@@ -156,6 +175,8 @@ def family_models(models: pd.DataFrame) -> pd.DataFrame:
     grouped = models.groupby(["family", "model"], sort=True)
     out = grouped[numbers].mean().join(grouped[carried].first())
     out.insert(0, "splits", grouped["realisation"].nunique())
+    known = out["P@L"].notna() if "P@L" in out else pd.Series(False, out.index)
+    out["contacts"] = out.get("contacts", pd.Series("", out.index)).where(known, NO_STRUCTURE)
     order = ("splits", "L", "P@L/5", "P@L/2", "P@L", "P@k_random", "heldout_loss", "train_loss",
              "seconds", "contacts")
     return out[[c for c in order if c in out]].reset_index()
