@@ -149,3 +149,36 @@ def test_costs_are_summed_per_kind_of_job():
     assert got.loc["train/vanilla3/r*"].tolist() == [2, 14.0, 10.0, 12.0, 3]
     assert got["realisations"].tolist() == [3, 2, 0, 1]
     assert got.loc["potts/r*/samples", "jobs"] == 2 and got.loc["potts/r*/samples", "wall_s"] == 4
+
+
+def test_run_costs_sum_each_command_of_each_run(tmp_path):
+    """docs/usage.md's costs: one row per committed run and the command of its studies (the
+    studies of one command summed), its shards counted, times in minutes."""
+    import json
+
+    from workflow_lib.run_costs import costs_markdown, run_costs
+
+    def snap(run: str, study: str, source: dict, walls: list[float]) -> None:
+        (tmp_path / run).mkdir(exist_ok=True)
+        (tmp_path / run / f"{study}-source.json").write_text(json.dumps(source))
+        pd.DataFrame({"job": [f"j{i}" for i in range(len(walls))], "wall_s": walls,
+                      "cpu_s": [w / 2 for w in walls], "max_rss_mb": 1.0}).to_csv(
+            tmp_path / run / f"{study}-costs.csv", index=False)
+
+    snap("quick", "potts_paper", {"configs": [], "targets": []}, [60.0, 120.0])
+    snap("quick", "attention_hmm", {"configs": [], "targets": []}, [30.0])
+    snap("quick", "omniglot", {"configs": ["config.yaml"], "targets": ["omniglot"]}, [600.0])
+    snap("paper", "potts_paper", {"configs": ["config/paper.yaml"], "shards": ["r0", "r1"]},
+         [3600.0])
+    rows = run_costs(tmp_path).set_index(["run", "command"])
+    quick = rows.loc[("quick", "snakemake --cores all")]
+    assert quick["studies"] == ["attention_hmm", "potts_paper"] and quick["jobs"] == 3
+    assert (quick["job_s"], quick["cpu_s"], quick["longest_s"]) == (210.0, 105.0, 120.0)
+    assert rows.loc[("quick", "snakemake --cores all omniglot --configfile config.yaml"),
+                    "jobs"] == 1
+    assert rows.loc[("paper", "snakemake --cores all --configfile config/paper.yaml"),
+                    "shards"] == 2
+    table = costs_markdown(tmp_path)
+    assert ("| [quick](results/attention_hmm-quick.md) | `snakemake --cores all` | "
+            "attention_hmm, potts_paper | 3 | 3.5 | 1.8 | 2.0 |") in table
+    assert "`snakemake --cores all --configfile config/paper.yaml`, in 2 shards" in table
