@@ -206,10 +206,10 @@ def this_run(tables: Mapping[str, pd.DataFrame], configfiles: Sequence[str],
     if configfiles:
         parts.append(f"<b>This run:</b> {' + '.join(map(_code, configfiles))}.")
     if DEFAULT_STUDY in tables and target_hamming is not None:
-        parts.append(f"The Potts paper under {html.escape(reading(target_hamming))}.")
+        parts.append(f"It runs {html.escape(reading(target_hamming))}.")
         why = _why(tables[DEFAULT_STUDY], code=_code, escape=html.escape)
         if why:
-            parts.append(f"{why} (below).")
+            parts.append(f"In the Potts paper, {why} (below).")
         if math.isclose(target_hamming, PAPER_DISTANCE):
             parts.append(f"The identity reading, where the data are diverse, is "
                          f"{_code(IDENTITY_PRESET)}.")
