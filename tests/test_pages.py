@@ -182,3 +182,31 @@ def test_run_costs_sum_each_command_of_each_run(tmp_path):
     assert ("| [quick](results/attention_hmm-quick.md) | `snakemake --cores all` | "
             "attention_hmm, potts_paper | 3 | 3.5 | 1.8 | 2.0 |") in table
     assert "`snakemake --cores all --configfile config/paper.yaml`, in 2 shards" in table
+
+
+def test_the_index_says_what_a_verdict_is_and_states_each_claim_beside_its_id():
+    """docs/results/README.md opens with what a verdict is and the default run's verdicts; each
+    study's side-by-side table has a row per claim id of its runs, with the claim's statement as
+    a run states it (and a note where the runs' words differ)."""
+    from workflow_lib.verdicts import read_claims
+
+    page = (ROOT / "docs" / "results" / "README.md").read_text()
+    assert page.index("**What a verdict is.**") < page.index("**The default run.**") < page.index(
+        "\n- [")
+    for word in ("**holds**", "**does not hold**", "**not resolved**", "`gated_by`"):
+        assert word in page.split("**The default run.**", 1)[0], word
+    rows = {}  # study -> claim id -> its statement cell
+    for study in studies():
+        section = page.split(f"## {study.title}: the verdicts side by side\n", 1)[1]
+        rows[study.name] = {line.split(" | ")[0][2:]: line.split(" | ")[1]
+                            for line in section.split("\n\n", 1)[0].strip().splitlines()[2:]}
+    for snap in SNAPSHOTS:
+        for study in studies():
+            if not (snap / f"{study.name}-claims.csv").exists():
+                continue
+            claims = read_claims(snap / f"{study.name}-claims.csv")
+            for claim, statement in zip(claims["id"], claims["statement"], strict=True):
+                shown = rows[study.name][claim].replace("\\|", "|")
+                assert shown == statement or "the runs' words differ" in shown, claim
+    assert "(as the paper run states it; the runs' words differ)" in rows["potts_paper"][
+        "data.hamming"]

@@ -284,11 +284,15 @@ def index_page(root: Path) -> str:
         lines += ["", f"## {study.title}: the verdicts side by side", "",
                   "| claim | statement | " + " | ".join(presets) + " |",
                   "|---|---|" + "---|" * len(presets)]
-        statements: dict[str, str] = {}
-        for claims in presets.values():  # each id's statement as its first run states it
+        stated: dict[str, dict[str, str]] = {}  # id -> preset -> its statement
+        for preset, claims in presets.items():
             for claim, statement in zip(claims["id"], claims["statement"], strict=True):
-                statements.setdefault(claim, str(statement).replace("|", "\\|"))
-        for claim, statement in statements.items():
+                stated.setdefault(claim, {})[preset] = str(statement)
+        for claim, by_run in stated.items():
+            (first, statement), *_ = by_run.items()
+            if len(set(by_run.values())) > 1:  # a run's own numbers in its words
+                statement += f" (as the {first} run states it; the runs' words differ)"
+            statement = statement.replace("|", "\\|")
             cells = []
             for claims in presets.values():
                 verdict = claims.loc[claims["id"] == claim, "verdict"]
