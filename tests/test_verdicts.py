@@ -92,3 +92,10 @@ def test_the_default_runs_words_are_its_snapshots_verdicts():
     claims = read_claims(SNAPSHOTS / "quick" / f"{DEFAULT_STUDY}-claims.csv")
     assert why_not_resolved(claims, ids=True) in text
     assert text.index("literal reading") < text.index("identity reading")
+
+
+def test_without_the_default_runs_snapshots_the_paragraph_is_empty(tmp_path):
+    (tmp_path / "tiny").mkdir()
+    (tmp_path / "tiny" / f"{DEFAULT_STUDY}-source.json").write_text(
+        '{"configs": ["tiny.yaml"], "targets": []}')
+    assert run_snapshot(tmp_path, []) is None and default_runs(tmp_path, "") == ""

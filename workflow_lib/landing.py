@@ -137,8 +137,8 @@ def first_screen(bench_results: Path, root: Path) -> str:
         f"    {TEST_COMMAND}", "",
         suite_timing(read_rows(bench_results / "bench_tests.csv")), "",
         what_to_open(root), "",
-        default_runs(root, "docs/results/") + " What a verdict is: "
-        "[docs/results/](docs/results/README.md)."])
+        " ".join(filter(None, [default_runs(root, "docs/results/"),
+                               "What a verdict is: [docs/results/](docs/results/README.md)."]))])
 
 
 def with_first_screen(readme: str, bench_results: Path, root: Path) -> str:

@@ -265,7 +265,8 @@ def index_page(root: Path) -> str:
     counts (and, for a run merged from shards, how many of its realisations they hold), then per
     study each claim's statement and its verdict in every run side by side (the two readings of
     the protocol, the quick and the paper scale)."""
-    lines = ["# Results", "", verdict_meaning(".."), "", default_runs(root, "", ids=True), "",
+    default = default_runs(root, "", ids=True)
+    lines = ["# Results", "", verdict_meaning(".."), "", *([default, ""] if default else []),
              "One page per study and run, written by `python -m workflow_lib docs` from the run's "
              "claims tables and figures:", ""]
     runs: dict[str, dict[str, pd.DataFrame]] = {}

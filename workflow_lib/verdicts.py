@@ -138,6 +138,7 @@ def run_verdicts(root: Path, configs: list[str], prefix: str, ids: bool = False)
 
 def default_runs(root: Path, prefix: str, ids: bool = False) -> str:
     """The default run's verdicts beside those of the identity reading (``run_verdicts`` of
-    ``config.yaml`` and of ``IDENTITY_PRESET``), one Markdown paragraph."""
+    ``config.yaml`` and of ``IDENTITY_PRESET``), one Markdown paragraph; empty where ``root``
+    holds neither run."""
     runs = [run_verdicts(root, configs, prefix, ids) for configs in ([], [IDENTITY_PRESET])]
-    return "**The default run.** " + " ".join(filter(None, runs))
+    return "**The default run.** " + " ".join(filter(None, runs)) if any(runs) else ""
