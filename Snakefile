@@ -49,7 +49,7 @@ rule report_page:
         f"{BENCHMARKS}/report.tsv"
     localrule: True
     params:
-        **stage_params("report_page"),
+        **stage_params("report_page", configfiles=merged_config_files()),
     threads: threads("report_page")
     resources:
         **resources("report_page"),

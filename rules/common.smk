@@ -356,3 +356,13 @@ def from_workflow(path):
     """A path the config gives relative to the Snakefile's folder (or absolute), relative to the
     working directory: a results folder moved with its checkout keeps its input paths."""
     return os.path.relpath(os.path.join(workflow.basedir, path))
+
+
+def merged_config_files():
+    """The run's config files in the order Snakemake merges them (config.yaml, then each
+    --configfile), relative to the workflow's folder where they lie in it: the report's front
+    page names them."""
+    given = [os.path.abspath(f) for f in workflow.overwrite_configfiles]
+    own = [os.path.abspath(f) for f in workflow.configfiles]
+    return [os.path.relpath(f, workflow.basedir) if f.startswith(workflow.basedir + os.sep)
+            else f for f in dict.fromkeys([*(f for f in own if f not in given), *given])]

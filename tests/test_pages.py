@@ -149,3 +149,64 @@ def test_costs_are_summed_per_kind_of_job():
     assert got.loc["train/vanilla3/r*"].tolist() == [2, 14.0, 10.0, 12.0, 3]
     assert got["realisations"].tolist() == [3, 2, 0, 1]
     assert got.loc["potts/r*/samples", "jobs"] == 2 and got.loc["potts/r*/samples", "wall_s"] == 4
+
+
+def test_run_costs_sum_each_command_of_each_run(tmp_path):
+    """docs/usage.md's costs: one row per committed run and the command of its studies (the
+    studies of one command summed), its shards counted, times in minutes."""
+    import json
+
+    from workflow_lib.run_costs import costs_markdown, run_costs
+
+    def snap(run: str, study: str, source: dict, walls: list[float]) -> None:
+        (tmp_path / run).mkdir(exist_ok=True)
+        (tmp_path / run / f"{study}-source.json").write_text(json.dumps(source))
+        pd.DataFrame({"job": [f"j{i}" for i in range(len(walls))], "wall_s": walls,
+                      "cpu_s": [w / 2 for w in walls], "max_rss_mb": 1.0}).to_csv(
+            tmp_path / run / f"{study}-costs.csv", index=False)
+
+    snap("quick", "potts_paper", {"configs": [], "targets": []}, [60.0, 120.0])
+    snap("quick", "attention_hmm", {"configs": [], "targets": []}, [30.0])
+    snap("quick", "omniglot", {"configs": ["config.yaml"], "targets": ["omniglot"]}, [600.0])
+    snap("paper", "potts_paper", {"configs": ["config/paper.yaml"], "shards": ["r0", "r1"]},
+         [3600.0])
+    rows = run_costs(tmp_path).set_index(["run", "command"])
+    quick = rows.loc[("quick", "snakemake --cores all")]
+    assert quick["studies"] == ["attention_hmm", "potts_paper"] and quick["jobs"] == 3
+    assert (quick["job_s"], quick["cpu_s"], quick["longest_s"]) == (210.0, 105.0, 120.0)
+    assert rows.loc[("quick", "snakemake --cores all omniglot --configfile config.yaml"),
+                    "jobs"] == 1
+    assert rows.loc[("paper", "snakemake --cores all --configfile config/paper.yaml"),
+                    "shards"] == 2
+    table = costs_markdown(tmp_path)
+    assert ("| [quick](results/attention_hmm-quick.md) | `snakemake --cores all` | "
+            "attention_hmm, potts_paper | 3 | 3.5 | 1.8 | 2.0 |") in table
+    assert "`snakemake --cores all --configfile config/paper.yaml`, in 2 shards" in table
+
+
+def test_the_index_says_what_a_verdict_is_and_states_each_claim_beside_its_id():
+    """docs/results/README.md opens with what a verdict is and the default run's verdicts; each
+    study's side-by-side table has a row per claim id of its runs, with the claim's statement as
+    a run states it (and a note where the runs' words differ)."""
+    from workflow_lib.verdicts import read_claims
+
+    page = (ROOT / "docs" / "results" / "README.md").read_text()
+    assert page.index("**What a verdict is.**") < page.index("**The default run.**") < page.index(
+        "\n- [")
+    for word in ("**holds**", "**does not hold**", "**not resolved**", "`gated_by`"):
+        assert word in page.split("**The default run.**", 1)[0], word
+    rows = {}  # study -> claim id -> its statement cell
+    for study in studies():
+        section = page.split(f"## {study.title}: the verdicts side by side\n", 1)[1]
+        rows[study.name] = {line.split(" | ")[0][2:]: line.split(" | ")[1]
+                            for line in section.split("\n\n", 1)[0].strip().splitlines()[2:]}
+    for snap in SNAPSHOTS:
+        for study in studies():
+            if not (snap / f"{study.name}-claims.csv").exists():
+                continue
+            claims = read_claims(snap / f"{study.name}-claims.csv")
+            for claim, statement in zip(claims["id"], claims["statement"], strict=True):
+                shown = rows[study.name][claim].replace("\\|", "|")
+                assert shown == statement or "the runs' words differ" in shown, claim
+    assert "(as the paper run states it; the runs' words differ)" in rows["potts_paper"][
+        "data.hamming"]

@@ -5,7 +5,9 @@ each registered rule parsed with its stage, and the local rules those the regist
 
 from __future__ import annotations
 
+import json
 import re
+import shlex
 import subprocess
 import sys
 
@@ -111,3 +113,27 @@ def test_chunk_rules_name_their_registered_rule_and_realisations():
         for chunk in ([3], list(range(10))):
             assert registered(chunk_rule(name, chunk)) == name
     assert chunk_rule("train", list(range(10))) == "train_r0_9"
+
+
+def test_the_report_page_job_names_the_config_files_as_merged(tmp_path):
+    """A dry run with ``--configfile config.yaml config/quick_identity.yaml``: the report page
+    job's params name each file once, ``config.yaml`` first and relative to the workflow, and
+    the identity reading's distance; its stage writes a page that names them."""
+    from workflow_lib.front_page import report_page
+    from workflow_lib.registry import Job
+
+    run = snakemake("-n", "-p", "--configfile", "config.yaml", "config/quick_identity.yaml",
+                    "--config", f"results={tmp_path / 'results'}")
+    assert run.returncode == 0, run.stderr[-3000:]
+    (line,) = [line for line in run.stdout.splitlines() if "stage report_page --job" in line]
+    words = shlex.split(line)
+    job = json.loads(words[words.index("--job") + 1])
+    assert job["params"]["configfiles"] == ["config.yaml", "config/quick_identity.yaml"]
+    assert job["params"]["target_hamming"] == 0.7
+    snapshot = ROOT / "docs" / "results" / "quick_identity"
+    page = tmp_path / "report.rst"
+    report_page(Job(input={name: str(snapshot / f"{name}-claims.csv") for name in job["input"]},
+                    output={"page": str(page)}, params=job["params"]))
+    text = page.read_text()
+    assert "<code>config.yaml</code> + <code>config/quick_identity.yaml</code>" in text
+    assert "identity reading" in text

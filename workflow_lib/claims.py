@@ -361,11 +361,30 @@ def rounded(claims: pd.DataFrame, digits: int = DIGITS) -> pd.DataFrame:
     return out
 
 
+def plural(unit: str) -> str:
+    """The plural of a unit of a claims table: its noun (the last word before any parenthesis)
+    made plural, ``family`` -> ``families``, ``theory solve`` -> ``theory solves``, ``theory
+    (deterministic)`` -> ``theories (deterministic)``."""
+    head, paren, rest = unit.partition(" (")
+    if head.endswith("y") and head[-2:-1] not in ("", *"aeiou"):
+        head = head[:-1] + "ies"
+    elif head.endswith(("s", "x", "z", "ch", "sh")):
+        head += "es"
+    else:
+        head += "s"
+    return head + paren + rest
+
+
+def counted(n: int, unit: str) -> str:
+    """``n`` units in words: ``1 realisation``, ``3 realisations``, ``0 families``."""
+    return f"{n} {unit if n == 1 else plural(unit)}"
+
+
 def log_claims(claims: pd.DataFrame, log: logging.Logger) -> None:
     """One line per row: id, measured value with its error and n, test and p, verdict; a
     warning for a claim or check that does not hold."""
     for _, r in claims.iterrows():
         level = logging.WARNING if r["verdict"] == FAILS else logging.INFO
-        log.log(level, "%s %s: %.4g +- %.2g (n = %d %s; %s, p = %.3g): %s", r["kind"], r["id"],
-                r["measured"], r["error"], r["n"], r["unit"], r["test"], r["p"],
+        log.log(level, "%s %s: %.4g +- %.2g (n = %s; %s, p = %.3g): %s", r["kind"], r["id"],
+                r["measured"], r["error"], counted(int(r["n"]), r["unit"]), r["test"], r["p"],
                 r["verdict"].upper())

@@ -1,7 +1,9 @@
 """The front page of the Snakemake report (``snakemake --report report.html``), read at a glance:
-the verdict counts of every study, then each protocol check that does not hold with its criterion
-and the claims it gates, then one compact table per study (id, kind, statement, measured ± error,
-n, p, verdict, and the check that gated a claim where a table names one).
+the run's config files and its reading of the Potts paper's target distance, with how many claims
+the failing checks left not resolved, the verdict counts of every study, then each protocol check
+that does not hold with its criterion and the claims it gates, then one compact table per study
+(id, kind, statement, measured ± error, n, p, verdict, and the check that gated a claim where a
+table names one).
 
 Snakemake renders the page (reStructuredText, first as a Jinja template) into a narrow column
 beside the rule graph, vertically centred; the page's own style sheet widens that column, puts the
@@ -11,15 +13,28 @@ graph below it and starts the page at its top. Every number is read from the cla
 from __future__ import annotations
 
 import html
-from collections.abc import Mapping
+import math
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pandas as pd
 
 from workflow_lib.artefacts import atomic_path
-from workflow_lib.claims import CHECK, CLAIM, FAILS, HOLDS, NOT_RESOLVED, VERDICTS, every
-from workflow_lib.pages import read_claims
+from workflow_lib.claims import (
+    ALPHA,
+    CHECK,
+    CLAIM,
+    FAILS,
+    HOLDS,
+    NOT_RESOLVED,
+    VERDICTS,
+    counted,
+    every,
+)
+from workflow_lib.readings import PAPER_DISTANCE, reading
 from workflow_lib.registry import Job, studies
+from workflow_lib.verdicts import DEFAULT_STUDY, IDENTITY_PRESET, check_ids, read_claims
+from workflow_lib.verdicts import why_not_resolved as _why
 
 HEADING = "What self-attention learns from masked language modelling"
 EVERY_UNIT = every([]).name  # the test of a protocol check that every unit passes
@@ -90,11 +105,6 @@ def _verdict(verdict: str) -> str:
     return f'<span class="{VERDICT_CLASS.get(verdict, "open")}">{html.escape(verdict)}</span>'
 
 
-def _ids(value: object) -> list[str]:
-    """The check ids of a ``gates`` or ``gated_by`` cell (separated by ``;``)."""
-    return [] if pd.isna(value) else [v for v in str(value).split(";") if v]
-
-
 def _count(rows: pd.DataFrame, verdict: str) -> str:
     """A cell: how many of ``rows`` have ``verdict``, in its colour unless none."""
     count = int((rows["verdict"] == verdict).sum())
@@ -124,14 +134,14 @@ def _gated(table: pd.DataFrame, check: str) -> str:
     column = "gates" if "gates" in table else "gated_by" if "gated_by" in table else None
     if column is None:
         return ""
-    gated = table[table[column].map(lambda cell: check in _ids(cell))]
+    gated = table[table[column].map(lambda cell: check in check_ids(cell))]
     if not len(gated):
         return "It gates no claim."
     ids = ", ".join(f"<code>{html.escape(i)}</code>" for i in gated["id"])
-    turned = gated["gated_by"].map(lambda c: check in _ids(c)).sum() if "gated_by" in gated \
+    turned = gated["gated_by"].map(lambda c: check in check_ids(c)).sum() if "gated_by" in gated \
         else len(gated)
-    return (f"It gates {len(gated)} claim(s), {turned} of them turned {_verdict(NOT_RESOLVED)} "
-            f'by it: <span class="note">{ids}</span>.')
+    return (f"It gates {counted(len(gated), CLAIM)}, {turned} of them turned "
+            f'{_verdict(NOT_RESOLVED)} by it: <span class="note">{ids}</span>.')
 
 
 def failures(tables: Mapping[str, pd.DataFrame], titles: Mapping[str, str]) -> list[str]:
@@ -143,10 +153,11 @@ def failures(tables: Mapping[str, pd.DataFrame], titles: Mapping[str, str]) -> l
         failed = table[(table["kind"] == CHECK) & (table["verdict"] == FAILS)]
         for _, row in failed.iterrows():
             if row["test"] == EVERY_UNIT:
-                measured = (f"{_number(row['statistic'])} of {int(row['n'])} {_text(row['unit'])}"
-                            f"(s) pass (mean {_number(row['measured'])})")
+                measured = (f"{_number(row['statistic'])} of "
+                            f"{_text(counted(int(row['n']), row['unit']))} pass (mean "
+                            f"{_number(row['measured'])})")
             else:
-                measured = f"{_measured(row)} (n = {int(row['n'])} {_text(row['unit'])})"
+                measured = f"{_measured(row)} (n = {_text(counted(int(row['n']), row['unit']))})"
             items.append(
                 f"<li><code>{html.escape(row['id'])}</code> ({html.escape(titles[name])}): "
                 f"{_text(row['statement'])}. <b>Criterion:</b> {_text(row['criterion'])}. "
@@ -162,7 +173,7 @@ def claims_table(table: pd.DataFrame) -> list[str]:
     """The HTML table of one study's claims and checks: id, kind, statement (its criterion as
     the tooltip), measured ± error, n, p (exact p), verdict, and ``gated by`` where a row names
     the check that gated it."""
-    gates = "gated_by" in table and table["gated_by"].map(_ids).map(bool).any()
+    gates = "gated_by" in table and table["gated_by"].map(check_ids).map(bool).any()
     head = ["id", "kind", "statement", "measured", "n", "p (exact)", "verdict",
             *(["gated by"] if gates else [])]
     lines = ["<table>", "<tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>"]
@@ -171,29 +182,57 @@ def claims_table(table: pd.DataFrame) -> list[str]:
                  f'<td class="statement" title="{_text(row["criterion"])}">'
                  f'{_text(row["statement"])}</td>',
                  f'<td class="num">{_measured(row)}</td>',
-                 f'<td class="num">{int(row["n"])} {_text(row["unit"])}</td>',
+                 f'<td class="num">{_text(counted(int(row["n"]), row["unit"]))}</td>',
                  f'<td class="num">{_p(row)}</td>',
                  f'<td class="verdict">{_verdict(row["verdict"])}</td>']
         if gates:
-            checks = ", ".join(map(html.escape, _ids(row["gated_by"])))
+            checks = ", ".join(map(html.escape, check_ids(row["gated_by"])))
             cells.append(f'<td class="id">{checks}</td>')
         lines.append("<tr>" + "".join(cells) + "</tr>")
     return [*lines, "</table>"]
 
 
-def front_page(claims: Mapping[str, str | Path], texts: Mapping[str, list[str]]) -> str:
+def _code(text: str) -> str:
+    return f"<code>{html.escape(text)}</code>"
+
+
+def this_run(tables: Mapping[str, pd.DataFrame], configfiles: Sequence[str],
+             target_hamming: float | None) -> list[str]:
+    """The run in words: its config files (as merged: ``config.yaml`` first), and where it ran
+    the Potts paper, its reading of the paper's target distance (``readings.reading``), how many
+    of its claims the failing checks left not resolved (``verdicts.why_not_resolved``) and,
+    after the literal reading, the preset of the identity reading."""
+    parts = []
+    if configfiles:
+        parts.append(f"<b>This run:</b> {' + '.join(map(_code, configfiles))}.")
+    if DEFAULT_STUDY in tables and target_hamming is not None:
+        parts.append(f"It runs {html.escape(reading(target_hamming))}.")
+        why = _why(tables[DEFAULT_STUDY], code=_code, escape=html.escape)
+        if why:
+            parts.append(f"In the Potts paper, {why} (below).")
+        if math.isclose(target_hamming, PAPER_DISTANCE):
+            parts.append(f"The identity reading, where the data are diverse, is "
+                         f"{_code(IDENTITY_PRESET)}.")
+    return [f"<p>{' '.join(parts)}</p>"] if parts else []
+
+
+def front_page(claims: Mapping[str, str | Path], texts: Mapping[str, list[str]],
+               configfiles: Sequence[str] = (), target_hamming: float | None = None) -> str:
     """The report's front page (``claims``: study name -> path of its claims CSV; ``texts``:
-    study name -> its title and citation; in the order of ``registry.studies``): reStructuredText
-    holding one raw HTML block, inside a Jinja raw block (Snakemake renders the page as a
-    template first)."""
+    study name -> its title and citation; in the order of ``registry.studies``; ``configfiles``
+    and ``target_hamming``: the run's config files and ``beta_tuning.target_hamming``, for
+    ``this_run``): reStructuredText holding one raw HTML block, inside a Jinja raw block
+    (Snakemake renders the page as a template first)."""
     tables = {s.name: read_claims(claims[s.name]) for s in studies() if s.name in claims}
     titles = {name: texts[name][0] for name in tables}
     body = [f"<style>{STYLE}</style>", '<div class="front-page">',
-            f"<h1>{html.escape(HEADING)}</h1>",
+            f"<h1>{html.escape(HEADING)}</h1>", *this_run(tables, configfiles, target_hamming),
             "<p>Each claim of the papers and each check of the protocol, measured by this run. A "
             "verdict follows from the pre-registered test of its row: a claim holds when its "
-            "one-sided p is below 0.05 and does not hold when the opposite side's is; a check "
-            "holds when every unit passes. Hover over a statement for its criterion.</p>",
+            f"one-sided p is below {ALPHA:g} and does not hold when the opposite side's is; it is "
+            "not resolved when neither is, or when a check it rests on does not hold (evidence "
+            "neither way); a check holds when every unit passes. Hover over a statement for its "
+            "criterion.</p>",
             *summary(tables, titles), *failures(tables, titles)]
     for name, table in tables.items():
         title, paper = texts[name]
@@ -205,6 +244,9 @@ def front_page(claims: Mapping[str, str | Path], texts: Mapping[str, list[str]])
 
 
 def report_page(job: Job) -> None:
-    """Stage ``report_page``: the report's front page from every study's claims table."""
+    """Stage ``report_page``: the report's front page from every study's claims table, with the
+    run's config files and reading (its params: ``registry._report_params``)."""
+    params = job.params
     with atomic_path(job.output["page"]) as tmp:
-        Path(tmp).write_text(front_page(dict(job.input), job.params))
+        Path(tmp).write_text(front_page(dict(job.input), params["texts"], params["configfiles"],
+                                        params["target_hamming"]))

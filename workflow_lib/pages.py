@@ -20,15 +20,19 @@ import pandas as pd
 
 from workflow_lib import job_cpu
 from workflow_lib.calibration import power_markdown, power_table
-from workflow_lib.claims import CHECK, CLAIM, COLUMNS, VERDICTS
+from workflow_lib.claims import CHECK, CLAIM, COLUMNS, counted
 from workflow_lib.config import load_schema
 from workflow_lib.criteria_page import criteria_page
+from workflow_lib.landing import with_first_screen
+from workflow_lib.markers import between
 from workflow_lib.performance import BENCHMARKS_DIR, performance_page
 from workflow_lib.presets import preset_configs, with_preset_tables
 from workflow_lib.reference import configuration_page
 from workflow_lib.registry import Study, studies
+from workflow_lib.run_costs import run_command, with_run_costs
 from workflow_lib.stage_tables import SNAKEFILE, with_stage_tables
 from workflow_lib.study_claims import STARTED, claims_table
+from workflow_lib.verdicts import default_runs, read_claims, verdict_counts, verdict_meaning
 
 
 def _number(x: float) -> str:
@@ -50,21 +54,8 @@ def claim_cells(row: pd.Series) -> list[str]:
     paper = "" if pd.isna(row["paper"]) else str(row["paper"])
     statistic = "" if pd.isna(row["statistic"]) else f" = {row['statistic']:.3g}"
     return [str(row["id"]), str(row["figure"]), str(row["statement"]), paper,
-            f"{_number(row['measured'])}{error} (n = {int(row['n'])} {row['unit']})",
+            f"{_number(row['measured'])}{error} (n = {counted(int(row['n']), row['unit'])})",
             f"{row['test']}{statistic}", _p(row), str(row["criterion"]), str(row["verdict"])]
-
-
-def verdict_counts(claims: pd.DataFrame) -> str:
-    """``'12 claims: 5 hold, 6 not resolved, 1 do not hold; 3 checks: 3 hold, ...'``."""
-    plural = {"holds": "hold", "does not hold": "do not hold"}
-    parts = []
-    for kind in (CLAIM, CHECK):
-        rows = claims[claims["kind"] == kind]
-        if len(rows) or kind == CLAIM:
-            counts = rows["verdict"].value_counts()
-            verdicts = ", ".join(f"{counts.get(v, 0)} {plural.get(v, v)}" for v in VERDICTS)
-            parts.append(f"{len(rows)} {kind}s: {verdicts}")
-    return "; ".join(parts)
 
 
 VERDICT_RULE = ("Each row's test was fixed before the data were seen and fits the claim's "
@@ -73,11 +64,6 @@ VERDICT_RULE = ("Each row's test was fixed before the data were seen and fits th
                 "paired episodes, an intersection-union test for a conjunction, every unit for a "
                 "protocol check; a claim holds when its one-sided p is below 0.05, does not hold "
                 "when the opposite side's is; see [pipeline.md](../pipeline.md#claims-tables).")
-
-
-def read_claims(path: str | Path) -> pd.DataFrame:
-    """A claims table as written (the paper's numbers are text)."""
-    return pd.read_csv(path, dtype={"paper": str})
 
 
 HEADER = ["claim", "figure", "the paper says", "paper's number", "measured", "test", "p",
@@ -230,12 +216,10 @@ def results_page(snapshot_dir: Path, study: Study, preset: str) -> str:
     """The Markdown page of ``study`` on the run of ``preset`` from its snapshot."""
     claims = read_claims(snapshot_dir / f"{study.name}-claims.csv")
     source = json.loads((snapshot_dir / f"{study.name}-source.json").read_text())
-    configs = "".join(f" {t}" for t in source.get("targets", []))  # before --configfile's list
-    configs += "".join(f" --configfile {c}" for c in source.get("configs", []))
-    produced, interim = f"`snakemake --cores all{configs}`", ""
+    produced, interim = f"`{run_command(source)}`", ""
     if "shards" in source:  # merged from shards (workflow_lib.shard_snapshots)
         held, planned = source["realisations"]
-        produced = (f"`snakemake --cores all{configs} --config shard=FIRST-LAST` in the shards "
+        produced = (f"`{run_command(source)} --config shard=FIRST-LAST` in the shards "
                     f"{', '.join(source['shards'])} (realisations 0-{held - 1}: {held} of the "
                     f"run's {planned}), merged by `python -m workflow_lib docs --preset {preset} "
                     "--merge`")
@@ -276,12 +260,15 @@ def results_page(snapshot_dir: Path, study: Study, preset: str) -> str:
 
 
 def index_page(root: Path) -> str:
-    """``docs/results/README.md``: every results page with its verdict counts (and, for a run
-    merged from shards, how many of its realisations they hold), then per study
-    the verdict of each claim in every run side by side (the two readings of the protocol, the
-    quick and the paper scale)."""
-    lines = ["# Results", "", "One page per study and run, written by `python -m workflow_lib "
-             "docs` from the run's claims tables and figures.", ""]
+    """``docs/results/README.md``: what a verdict is, the default run's verdicts and why its
+    claims are not resolved (``verdicts.default_runs``), every results page with its verdict
+    counts (and, for a run merged from shards, how many of its realisations they hold), then per
+    study each claim's statement and its verdict in every run side by side (the two readings of
+    the protocol, the quick and the paper scale)."""
+    default = default_runs(root, "", ids=True)
+    lines = ["# Results", "", verdict_meaning(".."), "", *([default, ""] if default else []),
+             "One page per study and run, written by `python -m workflow_lib docs` from the run's "
+             "claims tables and figures:", ""]
     runs: dict[str, dict[str, pd.DataFrame]] = {}
     for page in sorted(root.glob("*-*.md")):
         study, preset = page.stem.split("-", 1)  # study names have no "-"
@@ -296,14 +283,22 @@ def index_page(root: Path) -> str:
             continue
         presets = runs[study.name]
         lines += ["", f"## {study.title}: the verdicts side by side", "",
-                  "| claim | " + " | ".join(presets) + " |", "|---|" + "---|" * len(presets)]
-        ids = list(dict.fromkeys(i for c in presets.values() for i in c["id"]))
-        for claim in ids:
+                  "| claim | statement | " + " | ".join(presets) + " |",
+                  "|---|---|" + "---|" * len(presets)]
+        stated: dict[str, dict[str, str]] = {}  # id -> preset -> its statement
+        for preset, claims in presets.items():
+            for claim, statement in zip(claims["id"], claims["statement"], strict=True):
+                stated.setdefault(claim, {})[preset] = str(statement)
+        for claim, by_run in stated.items():
+            (first, statement), *_ = by_run.items()
+            if len(set(by_run.values())) > 1:  # a run's own numbers in its words
+                statement += f" (as the {first} run states it; the runs' words differ)"
+            statement = statement.replace("|", "\\|")
             cells = []
             for claims in presets.values():
                 verdict = claims.loc[claims["id"] == claim, "verdict"]
                 cells.append(verdict.iloc[0] if len(verdict) else "")
-            lines.append(f"| {claim} | " + " | ".join(cells) + " |")
+            lines.append(f"| {claim} | {statement} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -315,11 +310,13 @@ def write_docs(docs: Path, preset: str | None = None, results: Path | None = Non
                source: dict | None = None, only: tuple[str, ...] = ()) -> list[Path]:
     """Snapshot the run in ``results`` (if given) as ``preset`` and write its results pages,
     then the index, the configuration reference, the criteria of the claims
-    (``criteria_page``), the tables of preset values in ``PRESET_PAGES``, the claims tests'
-    calibration table, the claims tables' columns and (in a source tree, from the parsed
-    workflow) the stage tables in ``pipeline.md`` and (in a source tree, from the benchmarks' CSV
-    files) the performance page under ``docs``; ``only``: snapshot just these studies (a run of
-    one study's target); returns the pages written."""
+    (``criteria_page``), the tables of preset values in ``PRESET_PAGES``, the committed runs'
+    costs in ``usage.md`` (``run_costs``), the claims tests' calibration table, the claims
+    tables' columns and (in a source tree, from the parsed workflow) the stage tables in
+    ``pipeline.md`` and (in a source tree, from the benchmarks' CSV files) the performance page
+    under ``docs`` and, where ``docs`` is the checkout's, the README's first screen
+    (``landing``); ``only``: snapshot just these studies (a run of one study's target); returns
+    the pages written."""
     root = docs / "results"
     written = []
     for study in studies() if preset else ():
@@ -338,11 +335,17 @@ def write_docs(docs: Path, preset: str | None = None, results: Path | None = Non
     for name in PRESET_PAGES:
         if (docs / name).exists():
             pages[docs / name] = with_preset_tables((docs / name).read_text(), presets)
+    if docs / "usage.md" in pages:
+        pages[docs / "usage.md"] = with_run_costs(pages[docs / "usage.md"], root)
     if (docs / "pipeline.md").exists():
         page = with_claims_columns(with_power_table((docs / "pipeline.md").read_text()))
         pages[docs / "pipeline.md"] = with_stage_tables(page) if SNAKEFILE.exists() else page
     if (BENCHMARKS_DIR / "results").is_dir():
         pages[docs / "performance.md"] = performance_page(BENCHMARKS_DIR / "results")
+        if docs.resolve() == BENCHMARKS_DIR.parent / "docs":  # the checkout's own docs
+            readme = BENCHMARKS_DIR.parent / "README.md"
+            pages[readme] = with_first_screen(readme.read_text(), BENCHMARKS_DIR / "results",
+                                              root)
     for path, text in pages.items():
         path.write_text(text)
     return [*written, *pages]
@@ -354,20 +357,13 @@ COLUMNS_BEGIN = "<!-- claims columns: generated by python -m workflow_lib docs -
 COLUMNS_END = "<!-- end of claims columns -->"
 
 
-def _between(page: str, begin: str, end: str, text: str) -> str:
-    """``page`` with ``text`` (one or more lines) between its markers ``begin`` and ``end``."""
-    head, rest = page.split(begin, 1)
-    tail = rest.split(end, 1)[1]
-    return f"{head}{begin}\n{text}\n{end}{tail}"
-
-
 def with_power_table(page: str) -> str:
     """``page`` (docs/pipeline.md) with the calibration table of the claims tests
     (``calibration.power_table``) between its markers."""
-    return _between(page, POWER_BEGIN, POWER_END, power_markdown(power_table()))
+    return between(page, POWER_BEGIN, POWER_END, power_markdown(power_table()))
 
 
 def with_claims_columns(page: str) -> str:
     """``page`` (docs/pipeline.md) with the columns every claims table has, in their order
     (``claims.COLUMNS``), between its markers."""
-    return _between(page, COLUMNS_BEGIN, COLUMNS_END, ", ".join(f"`{c}`" for c in COLUMNS))
+    return between(page, COLUMNS_BEGIN, COLUMNS_END, ", ".join(f"`{c}`" for c in COLUMNS))

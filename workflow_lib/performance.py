@@ -23,6 +23,14 @@ NO_FIGURES = "No figures recorded yet: run the command above."
 _NUMBER = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^nan$")
 
 
+def minutes(seconds: float, unit: bool = True) -> str:
+    """``seconds`` in minutes: two significant digits below 1 min (``0.42 min``), one decimal
+    below 10 (``2.3 min``), whole from 10 (``21 min``); ``unit``: with `` min``."""
+    m = seconds / 60
+    text = f"{m:.2g}" if m < 1 else f"{m:.1f}" if m < 10 else f"{m:.0f}"
+    return f"{text} min" if unit else text
+
+
 def first_paragraph(script: Path) -> str:
     """The first paragraph of the module docstring of ``script`` on one line, its reST literals
     (````x````) as Markdown code (```x```)."""

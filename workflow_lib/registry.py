@@ -225,9 +225,13 @@ def resolve(target: str) -> Callable[..., Any]:
     return getattr(importlib.import_module(module), function)
 
 
-def _study_texts(cfg: Config, wildcards: Wildcards) -> dict[str, Any]:
-    """The report page's params: each study's title and citation (the page shows them)."""
-    return {study.name: [study.title, study.paper] for study in studies()}
+def _report_params(cfg: Config, wildcards: Wildcards) -> dict[str, Any]:
+    """The report page's params, which the page shows: each study's title and citation
+    (``texts``), the run's config files as merged (``configfiles``, the ``configfiles`` the rule
+    passes) and the Potts paper's target distance (``target_hamming``)."""
+    return {"texts": {study.name: [study.title, study.paper] for study in studies()},
+            "configfiles": list(wildcards["configfiles"]),
+            "target_hamming": cfg["beta_tuning"]["target_hamming"]}
 
 
 def _manifest_params(cfg: Config, wildcards: Wildcards) -> dict[str, Any]:
@@ -240,8 +244,8 @@ def _manifest_params(cfg: Config, wildcards: Wildcards) -> dict[str, Any]:
 
 # Rules of no single study: the report's front page from every study's claims table, and the
 # run's manifest (what a snapshot of it records).
-SHARED = (Rule("report_page", "workflow_lib.front_page:report_page", _study_texts, constant(10),
-               constant(2000), local=True),
+SHARED = (Rule("report_page", "workflow_lib.front_page:report_page", _report_params,
+               constant(10), constant(2000), local=True),
           Rule("manifest", "workflow_lib.run_manifest:manifest", _manifest_params,
                constant(10), constant(2000), local=True))
 

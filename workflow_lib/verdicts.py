@@ -1,0 +1,144 @@
+"""Claims tables in words, for the results pages, the README and the report's front page: the
+verdict counts, what a verdict is, why claims are not resolved (the checks that gate them) and
+the verdicts of the committed runs of the quick preset under each reading of the Potts paper.
+
+Every number is read from a claims table (``claims.COLUMNS``); the words of a verdict follow
+``workflow_lib.claims``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+
+from workflow_lib.claims import ALPHA, CHECK, CLAIM, FAILS, HOLDS, NOT_RESOLVED, VERDICTS, counted
+from workflow_lib.config import read_config_files
+from workflow_lib.presets import QUICK, REPOSITORY
+from workflow_lib.readings import reading
+
+DEFAULT_STUDY = "potts_paper"
+"""The study whose claims the default run's words count: the Potts paper's."""
+IDENTITY_PRESET = "config/quick_identity.yaml"
+"""The quick preset under the identity reading, beside ``config.yaml``'s literal one."""
+
+
+def read_claims(path: str | Path) -> pd.DataFrame:
+    """A claims table as written (the paper's numbers are text)."""
+    return pd.read_csv(path, dtype={"paper": str})
+
+
+def verdict_counts(claims: pd.DataFrame) -> str:
+    """``'12 claims: 5 hold, 6 not resolved, 1 do not hold; 3 checks: 3 hold, ...'``."""
+    plural = {HOLDS: "hold", FAILS: "do not hold"}
+    parts = []
+    for kind in (CLAIM, CHECK):
+        rows = claims[claims["kind"] == kind]
+        if len(rows) or kind == CLAIM:
+            counts = rows["verdict"].value_counts()
+            verdicts = ", ".join(f"{counts.get(v, 0)} {plural.get(v, v)}" for v in VERDICTS)
+            parts.append(f"{len(rows)} {kind}s: {verdicts}")
+    return "; ".join(parts)
+
+
+def verdict_meaning(docs: str) -> str:
+    """What a verdict is, one Markdown paragraph; ``docs``: the path from the page to the docs
+    folder (``..`` from ``docs/results/``), for its links."""
+    return (
+        "**What a verdict is.** Each row of a claims table is a *claim* of a paper or a *check* "
+        "of the protocol (the data at their target, distinct, held out), measured by the run and "
+        "tested by the test fixed for it before the data were seen. A claim **holds** when its "
+        f"test is significant on the claim's side (one-sided p below {ALPHA:g}; a deterministic "
+        "value, such as a theory curve, when it meets its criterion), **does not hold** when it "
+        "is significant on the opposite side (a deterministic value: when it misses its "
+        "criterion), and is **not "
+        "resolved** otherwise: the run's units (realisations, episodes, families) do not tell "
+        "either way, or a check the claim rests on (its `gates`) does not hold, which the row "
+        "names in `gated_by`. A claim not resolved is evidence neither way. A check holds when "
+        "every unit passes it, and does not hold when one fails. The tests: "
+        f"[pipeline.md]({docs}/pipeline.md#claims-tables); each threshold with its reason: "
+        f"[criteria.md]({docs}/criteria.md).")
+
+
+def check_ids(cell: object) -> list[str]:
+    """The check ids of a ``gates`` or ``gated_by`` cell (separated by ``;``)."""
+    return [] if pd.isna(cell) else [v for v in str(cell).split(";") if v]
+
+
+def gating(claims: pd.DataFrame) -> dict[str, list[str]]:
+    """Each check that turned claims ``not resolved`` (their ``gated_by``), with the ids of those
+    claims, in the table's order; empty for a table without ``gated_by``."""
+    gated: dict[str, list[str]] = {}
+    if "gated_by" not in claims:
+        return gated
+    for _, row in claims[claims["kind"] == CLAIM].iterrows():
+        for check in check_ids(row["gated_by"]):
+            gated.setdefault(check, []).append(row["id"])
+    return gated
+
+
+def _markdown_code(text: str) -> str:
+    return f"`{text}`"
+
+
+def why_not_resolved(claims: pd.DataFrame, ids: bool = False,
+                     code: Callable[[str], str] = _markdown_code,
+                     escape: Callable[[str], str] = str) -> str:
+    """Why claims of ``claims`` read ``not resolved`` although their own test may decide: how
+    many a failing check gated, and per check its statement and how many (``ids``: which) it
+    gated; empty when no check gated a claim. ``code`` sets an id as code, ``escape`` a
+    statement as text (Markdown by default)."""
+    gated = gating(claims)
+    if not gated:
+        return ""
+    claim_rows = claims[claims["kind"] == CLAIM]
+    n = int(claim_rows["gated_by"].map(check_ids).map(bool).sum())
+    statements = claims.set_index("id")["statement"]
+    parts = []
+    for check, claim_ids in gated.items():
+        said = f" (“{escape(str(statements[check]))}”)" if check in statements else ""
+        listed = ": " + ", ".join(map(code, claim_ids)) if ids else ""
+        parts.append(f"{code(check)}{said} gates {len(claim_ids)}{listed}")
+    return (f"{n} of the {counted(len(claim_rows), CLAIM)} {'is' if n == 1 else 'are'} "
+            f"{NOT_RESOLVED} because a check they rest on does not hold: " + "; ".join(parts))
+
+
+def run_snapshot(root: Path, configs: list[str], study: str = DEFAULT_STUDY) -> Path | None:
+    """The committed snapshot under ``root`` (``docs/results``) of a run of ``study`` by the
+    default target with ``config.yaml`` and ``configs`` merged over it; None if there is none."""
+    for snap in sorted(p for p in root.iterdir() if p.is_dir()):
+        source = snap / f"{study}-source.json"
+        if source.exists():
+            ran = json.loads(source.read_text())
+            if ([c for c in ran.get("configs", []) if c != QUICK] == configs
+                    and not ran.get("targets")):
+                return snap
+    return None
+
+
+def run_verdicts(root: Path, configs: list[str], prefix: str, ids: bool = False) -> str:
+    """The Potts paper's verdicts in the committed run of the quick preset ``config.yaml`` with
+    ``configs`` merged over it, in Markdown: the files, their reading of the paper's distance,
+    the claims' verdict counts and why claims are not resolved (``why_not_resolved``; ``ids``:
+    naming them); ``prefix``: the path from the page to ``root``. Empty without a snapshot."""
+    snap = run_snapshot(root, configs)
+    if snap is None:
+        return ""
+    files = [QUICK, *configs]
+    target = read_config_files([REPOSITORY / f for f in files])["beta_tuning"]["target_hamming"]
+    claims = read_claims(snap / f"{DEFAULT_STUDY}-claims.csv")
+    page = f"{DEFAULT_STUDY}-{snap.name}.md"
+    why = why_not_resolved(claims, ids)
+    return (f"{' + '.join(map(_markdown_code, files))} runs {reading(target)}. Its committed "
+            f"run ([{page}]({prefix}{page})): {verdict_counts(claims[claims['kind'] == CLAIM])}"
+            + (f"; {why}." if why else "."))
+
+
+def default_runs(root: Path, prefix: str, ids: bool = False) -> str:
+    """The default run's verdicts beside those of the identity reading (``run_verdicts`` of
+    ``config.yaml`` and of ``IDENTITY_PRESET``), one Markdown paragraph; empty where ``root``
+    holds neither run."""
+    runs = [run_verdicts(root, configs, prefix, ids) for configs in ([], [IDENTITY_PRESET])]
+    return "**The default run.** " + " ".join(filter(None, runs)) if any(runs) else ""
