@@ -397,3 +397,31 @@ def test_no_claim_or_check_reads_the_polish_of_the_interpolated_layer():
         training = read_config_files([ROOT / "config.yaml", ROOT / "config" / preset])["training"]
         assert training_config(training, "factored")["polish_max_iter"] > 0
         assert training_config(training, "interp-a0.2")["polish_max_iter"] == 0
+
+
+def test_a_verdict_that_a_worst_case_of_the_failed_realisations_would_turn_is_not_resolved():
+    """A merged run whose started realisations include failed ones: a claim whose verdict would
+    change were the failed ones a copy of the worst realisation with tables reads not resolved,
+    gated by run.started; a claim that survives every such copy keeps its verdict."""
+    from workflow_lib.registry import studies
+    from workflow_lib.study_claims import claims_table
+
+    study = {s.name: s for s in studies()}["potts_paper"]
+    tables = _potts_tables([0.001, 0.002, 0.0015])
+    tables["training_restarts"] = pd.DataFrame({"realisation": [0, 1, 2]})  # every table
+    started = pd.DataFrame({"realisation": [0, 1, 2], "failure": ""})
+    whole = claims_table(study, tables, started).set_index("id")
+    assert whole.loc["run.started", "verdict"] == c.HOLDS
+    assert "run.started" not in whole.loc["fig2a.optimal", "gates"]
+    # realisation 1 at twice the expected excess, and a fourth realisation failed: the optimum
+    # does not survive a copy of realisation 1 in its place, the copy of J survives any
+    final = tables["training_final"]
+    worst = (final["arch"] == "factored") & (final["realisation"] == 1)
+    final.loc[worst, "adam_test_loss_heldout"] = 1.0048
+    failed = claims_table(study, tables, pd.DataFrame({"realisation": [0, 1, 2, 3],
+                                                       "failure": ["", "", "", "tuning"]}))
+    failed = failed.set_index("id")
+    assert failed.loc["run.started", "verdict"] == c.FAILS
+    assert failed.loc["fig2a.optimal", "gated_by"] == "run.started"
+    assert failed.loc["fig2a.optimal", "verdict"] == c.NOT_RESOLVED
+    assert failed.loc["fig2b.copy", "verdict"] == c.HOLDS
