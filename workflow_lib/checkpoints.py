@@ -7,7 +7,9 @@ it when the job fails) is read when the stage starts and removed when it returns
 written. While it runs, ``current()`` is the job's ``Session``, in which its loops record:
 
 - a loop's carry between two of its compiled chunks, ``boundary(name, step, total, state)``, and
-  on start ``resume(name, like)``: the carry of the checkpoint, or None;
+  on start ``resume(name, like)``: the carry of the checkpoint, or None (an outer loop whose
+  state lives in its parts records its progress alone, for the log line that says where a job
+  resumed: ``resumed at step k of n of NAME``);
 - a finished part of the job (an L-BFGS start), ``finish(name, value)``, and on start
   ``result(name, like)``: its value from the checkpoint instead of computing it again;
 - the parts' names, ``unit(kind)`` within ``scope(label)``: numbered in the order the job
@@ -203,13 +205,12 @@ class Session:
         entry = self._entries.get(f"state:{name}")
         if entry is None or "leaves" not in entry:
             return None
-        state = _restore(name, entry["leaves"], like)
-        log.info("%s: resumed at step %d of %d", name, entry["step"], entry["total"])
-        return entry["step"], state
+        return entry["step"], _restore(name, entry["leaves"], like)
 
-    def boundary(self, name: str, step: int, total: int, state: Any) -> None:
+    def boundary(self, name: str, step: int, total: int, state: Any = None) -> None:
         """Loop ``name`` is at step ``step`` of ``total`` with carry ``state`` (kept by
-        reference: its arrays are copied only when the file is written). Writes the file when
+        reference: its arrays are copied only when the file is written; None: a loop whose
+        state lives in its parts, whose progress alone is recorded). Writes the file when
         ``every`` seconds have passed since the last write, or a SIGTERM has arrived, and then
         exits with ``EXIT_STATUS``."""
         if self.path is None:
@@ -251,9 +252,8 @@ class Session:
     def write(self) -> None:
         """Write every entry to ``path`` (atomically, synced to disk)."""
         start = time.perf_counter()
-        keys = sorted(self._entries)
         arrays, entries = {}, {}
-        for i, key in enumerate(keys):
+        for i, key in enumerate(self._entries):  # in the order first recorded: outer loops first
             entry = self._entries[key]
             leaves = entry["leaves"] if "leaves" in entry else _leaves(entry["tree"])
             entries[key] = {"index": i, "leaves": len(leaves),
@@ -312,18 +312,21 @@ def _open(path: Path, ident: dict[str, str]) -> tuple[dict[str, dict], str]:
                     path, IDENTITY[key], meta["identity"].get(key), ident[key])
         path.unlink()
         return start
-    log.info("checkpoint %s (written %s %s): resuming, %d finished parts kept", path,
-             meta["written"], meta["where"], sum(key.startswith("result:") for key in entries))
+    loops = [f"at step {entry['step']} of {entry['total']} of {key.removeprefix('state:')}"
+             for key, entry in entries.items() if key.startswith("state:")]
+    log.info("checkpoint %s (written %s): resumed %s; %d finished parts kept", path,
+             meta["written"], ", ".join(loops) or meta["where"],
+             sum(key.startswith("result:") for key in entries))
     return entries, meta["where"]
 
 
-OFF = Session(None, 0.0, {})
-_current = OFF
+_current: Session | None = None
 
 
 def current() -> Session:
-    """The checkpoint session of the running job (``OFF`` outside ``session``)."""
-    return _current
+    """The checkpoint session of the running job; outside ``session``, or with checkpoints
+    off, a new one that reads and writes nothing."""
+    return _current or Session(None, 0.0, {})
 
 
 @contextlib.contextmanager
@@ -335,14 +338,14 @@ def session(job: Job, target: str) -> Iterator[Session]:
     global _current, _terminate
     spec = job.checkpoint
     if spec is None:
-        yield OFF
+        yield current()
         return
     path = Path(spec["file"])
     if not spec["enabled"]:
         if path.exists():
             path.unlink()
             log.info("checkpoint %s discarded (checkpoints: false)", path)
-        yield OFF
+        yield current()
         return
     ident = identity(job, target)
     ck = Session(path, float(spec["every"]), ident, *_open(path, ident))
@@ -351,7 +354,7 @@ def session(job: Job, target: str) -> Iterator[Session]:
         yield ck
         path.unlink(missing_ok=True)
     finally:
-        _current = OFF
+        _current = None
         signal.signal(signal.SIGTERM, previous)
         if _terminate:
             _terminate = False

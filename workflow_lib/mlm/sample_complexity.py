@@ -17,6 +17,7 @@ from workflow_lib.sequences import forced_errors, in_training_set
 
 log = logging.getLogger("workflow_lib.mlm")
 
+CHECKPOINT = "sample complexity"  # the sweep's progress in the job's checkpoint
 COLUMNS = ("test_loss", "test_loss_heldout", "train_loss", "pearson_r", "grad_norm",
            "train_accuracy", "train_errors")  # fmt: skip
 
@@ -59,7 +60,8 @@ def curve(train: np.ndarray, test: np.ndarray, J: np.ndarray, U: np.ndarray, bet
     is measured on the test sequences absent from the whole ``train``: one held-out set for
     every M. A fit with fewer errors than the data force is impossible and raises. In a job with
     checkpoints, the fits of each M are its L-BFGS parts in the scope ``M = <M>``
-    (``workflow_lib.checkpoints``, ``lbfgs.minimize``).
+    (``workflow_lib.checkpoints``, ``lbfgs.minimize``), the sweep's progress loop
+    ``CHECKPOINT``.
     """
     sizes = np.asarray(sc["M"])
     if sizes.max() > len(train):
@@ -83,6 +85,7 @@ def curve(train: np.ndarray, test: np.ndarray, J: np.ndarray, U: np.ndarray, bet
                  m["train_loss"], m["train_accuracy"], m["grad_norm"], m["best_restart"],
                  sc["start"], m["starts_at_best"], m["starts"],
                  "converged" if m["converged"] else f"NOT CONVERGED ({m['stop_reason']})")
+        ck.boundary(CHECKPOINT, len(fits), len(sizes))
     column = lambda k: np.array([m[k] for m in fits])  # noqa: E731
     forced = np.array([forced_errors(train[:M]) for M in sizes])
     errors = column("train_errors")
