@@ -3,7 +3,7 @@ Snakemake runs them again: a sample-complexity sweep and an Omniglot training jo
 once by a real SIGTERM (it writes its checkpoint at the next boundary and exits with 143) and
 once by a real SIGKILL (it keeps its last periodic checkpoint), write artefacts equal to those of
 an uninterrupted run, every dataset and attribute but the creation time and timings; a checkpoint
-of another config slice or code is not used, and ``--config checkpoints=false`` discards it,
+of another config slice or code is not used, and ``--config checkpoints=False`` discards it,
 each said in one log line. Runs in a copy of the repository, so that its code can be edited."""
 
 from __future__ import annotations
@@ -170,7 +170,7 @@ def test_a_stopped_omniglot_training_resumes_to_the_uninterrupted_model(tmp_path
 def test_a_checkpoint_of_another_config_or_code_is_not_used_and_false_discards_it(tmp_path):
     """A sweep stopped by SIGTERM leaves checkpoint C. Put back before each run: with another
     ``sample_complexity.max_iter`` the job says C is of another config slice, with an edited L-BFGS
-    module of another code, and each starts over; with ``checkpoints=false`` it discards C."""
+    module of another code, and each starts over; with ``checkpoints=False`` it discards C."""
     wd = workflow(tmp_path, SWEEP_CONFIG)
     checkpoint, kept = wd / SWEEP_CHECKPOINT, tmp_path / "kept.npz"
     rc, out = stopped(wd, SWEEP, "sample_complexity", SWEEP_LOG, "M = 5:", SWEEP_CHECKPOINT,
@@ -195,6 +195,6 @@ def test_a_checkpoint_of_another_config_or_code_is_not_used_and_false_discards_i
     assert f"checkpoint {SWEEP_CHECKPOINT} was written with another stage code (" in text
     assert "resumed" not in text
     lbfgs.write_text(lbfgs.read_text().removesuffix("\n# an edit\n"))
-    text = rerun("--config", "checkpoints=false")
+    text = rerun("--config", "checkpoints=False")
     assert f"checkpoint {SWEEP_CHECKPOINT} discarded (checkpoints: false)" in text
     assert "resumed" not in text
