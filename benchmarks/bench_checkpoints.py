@@ -2,7 +2,7 @@
 with checkpoints off and on, in one run, and the time one write of a state of a given size takes.
 
 Run: ``python benchmarks/bench_checkpoints.py [--configfile FILE ...] [--kinds ...] [--threads T]
-[--write-mb 10 100] [--csv PATH]``. The jobs run in this process, their inputs made first by the
+[--write-mb 10 100 1000] [--csv PATH]``. The jobs run in this process, their inputs made first by the
 workflow's own stages, on a tiny config (``TINY``, seconds per job) with any config files merged
 over it (``--configfile config/paper.yaml`` for the paper's sizes). Job kinds (``KINDS``):
 ``sample_complexity`` (the sweep's L-BFGS fits), ``omniglot_train``, ``protein_fit plmdca``
@@ -51,7 +51,7 @@ def main() -> None:
                         help="config files merged over the tiny config, in order")
     parser.add_argument("--kinds", nargs="+", default=list(KINDS), choices=KINDS)
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--write-mb", type=float, nargs="*", default=[10.0, 100.0])
+    parser.add_argument("--write-mb", type=float, nargs="*", default=[10.0, 100.0, 1000.0])
     parser.add_argument("--csv", type=Path, default=default_csv(__file__))
     args = parser.parse_args()
 
