@@ -19,14 +19,17 @@ import numpy as np
 import pytest
 
 from tests.test_lbfgs import rosenbrock
+from tests.test_proteins_models import TRANSFORMER, _copied_site
 from workflow_lib import checkpoints
 from workflow_lib.attention import icl
 from workflow_lib.mlm import lbfgs
+from workflow_lib.proteins.transformer import train_transformer
 from workflow_lib.registry import Job
 from workflow_lib.studies.omniglot import data, training
 
 SWEEP = "workflow_lib.studies.potts_paper.stages_fits:sample_complexity"
 OMNIGLOT = "workflow_lib.studies.omniglot.stages:omniglot_train"
+PROTEINS = "workflow_lib.studies.proteins.stages:protein_fit"
 LOGGER = "workflow_lib.checkpoints"
 
 
@@ -136,6 +139,29 @@ def test_omniglot_training_stopped_at_every_boundary_gives_the_same_model(tmp_pa
     for name in whole.params:
         np.testing.assert_array_equal(np.asarray(whole.params[name]),
                                       np.asarray(parts.params[name]))
+
+
+@pytest.mark.slow
+def test_a_protein_transformer_stopped_at_every_evaluation_gives_the_same_run(tmp_path,
+                                                                              sigterms):
+    """The protein transformer, stopped by SIGTERM after each evaluation in turn and resumed:
+    the same parameters (those of its lowest validation loss), curve and stop as a run never
+    stopped, to the bit (its random keys typed keys, restored as such)."""
+    seqs, test, validation = _copied_site()
+    train = ~(test | validation)
+
+    def fit():
+        return train_transformer("vanilla1", {**TRANSFORMER, "steps": 160},
+                                 (seqs[train], np.ones(train.sum())),
+                                 (seqs[validation], np.ones(80)), jax.random.key(0))
+
+    whole = fit()
+    parts, tries = stopped_at_every_boundary(fit, job(tmp_path), PROTEINS)
+    assert tries == 4 + 1
+    for name in ("step", "train_loss", "validation_loss", "best_step", "stopped", "budget"):
+        np.testing.assert_array_equal(getattr(whole, name), getattr(parts, name))
+    for a, b in zip(jax.tree.leaves(whole.params), jax.tree.leaves(parts.params), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
 def written(tmp_path: Path, params: dict | None = None, target: str = SWEEP) -> Path:

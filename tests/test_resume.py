@@ -8,6 +8,7 @@ each said in one log line. Runs in a copy of the repository, so that its code ca
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import subprocess
@@ -17,7 +18,6 @@ from pathlib import Path
 
 import h5py
 import numpy as np
-import psutil
 import pytest
 import yaml
 
@@ -81,7 +81,7 @@ def stopped(wd: Path, target: str, stage: str, log: str, ready: str, checkpoint:
                 assert proc.poll() is None, f"snakemake ended before {ready!r} in {log}"
                 assert time.monotonic() < deadline, f"no {ready!r} in {log} within 900 s"
                 time.sleep(0.05)
-            stage_process(proc.pid, stage).send_signal(sig)
+            os.kill(stage_process(wd, stage), sig)
             rc = proc.wait(timeout=300)
         finally:
             if proc.poll() is None:
@@ -91,15 +91,18 @@ def stopped(wd: Path, target: str, stage: str, log: str, ready: str, checkpoint:
         return rc, out.read()
 
 
-def stage_process(pid: int, stage: str) -> psutil.Process:
-    """The process under ``pid`` that runs ``python -m workflow_lib stage STAGE``."""
-    for child in psutil.Process(pid).children(recursive=True):
+def stage_process(wd: Path, stage: str) -> int:
+    """The pid of the process that runs ``python -m workflow_lib stage STAGE`` in ``wd``
+    (Linux /proc)."""
+    for proc in Path("/proc").iterdir():
         try:
-            if child.cmdline()[2:5] == ["workflow_lib", "stage", stage]:
-                return child
-        except psutil.NoSuchProcess:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+            if argv[2:5] == [b"workflow_lib", b"stage", stage.encode()] \
+                    and Path(os.readlink(proc / "cwd")) == wd.resolve():
+                return int(proc.name)
+        except (OSError, ValueError):
             continue
-    raise AssertionError(f"no process of stage {stage} under {pid}")
+    raise AssertionError(f"no process of stage {stage} in {wd}")
 
 
 def contents(path: Path) -> tuple[dict, dict]:
