@@ -24,6 +24,7 @@ import sys
 
 from snakemake.exceptions import WorkflowError
 
+from workflow_lib.checkpoints import job_spec
 from workflow_lib.code_digest import stage_digest
 from workflow_lib.config import ConfigError, digest, load_config
 from workflow_lib.job_environment import job_environment
@@ -74,7 +75,8 @@ os.environ.update(job_environment(workflow.basedir, sys.executable, os.environ))
 def stage_params(name, parts=None, **fixed):
     """The params of the registered ``name`` (a dict), its wildcards completed by ``fixed`` (the
     ``realisations`` of a training chunk's rule): ``stage`` (the stage it runs), ``job`` (the
-    ``--job`` JSON: input/output paths, config slice, threads; for a ``per_realisation`` rule,
+    ``--job`` JSON: input/output paths, config slice, threads, device, checkpoint file
+    (``workflow_lib.checkpoints.job_spec``); for a ``per_realisation`` rule,
     a list of them, one per part of its job, ``parts``: the wildcards each completes, its files
     those named ``<key>_<i>`` for part ``i``), ``code`` (the digest of the package files its
     stage function imports, transitively, and for a figure job those of its panel's draw
@@ -93,6 +95,7 @@ def stage_params(name, parts=None, **fixed):
             "params": entry.params(CFG, values(wildcards, part)),
             "threads": threads,
             "device": entry.device(CFG),
+            "checkpoint": job_spec(CFG, RESULTS, dict(output.items())),
         }
 
     def job(wildcards, input, output, threads):

@@ -91,6 +91,9 @@ def test_protein_presets_set_every_protein_key(path):
          'proteins.families.0.name = "my fam": must be string'),
         ({"proteins": {"families": [{"name": "A"}]}},
          "proteins.families.0: missing key alignment (required: name, alignment)"),
+        ({"checkpoints": "false"}, 'checkpoints = "false": must be boolean (on the command line: '
+         "--config checkpoints=True or checkpoints=False)"),
+        ({"checkpoint_every": -1}, "checkpoint_every = -1: must be number >= 0"),
     ],
 )
 def test_bad_values_give_one_line(bad, expected):

@@ -191,6 +191,6 @@ def test_progress_lines_name_the_start_its_rate_and_time_left(monkeypatch, caplo
         results = lbfgs.minimize(rosenbrock, x0s, jnp.float64(100.0), 2000, TOL)
     lines = [r.getMessage() for r in caplog.records if r.name == "workflow_lib.mlm"]
     for k, res in enumerate(results):
-        mine = [line for line in lines if line.startswith(f"L-BFGS start {k}: iteration ")]
-        assert [int(line.split()[4].rstrip(',')) for line in mine] == list(range(3, res.nit))
+        mine = [line for line in lines if line.startswith(f"L-BFGS 0 start {k}: iteration ")]
+        assert [int(line.split()[5].rstrip(',')) for line in mine] == list(range(3, res.nit))
         assert all("iterations/s, at most " in line and " s to max_iter" in line for line in mine)

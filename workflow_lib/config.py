@@ -165,6 +165,10 @@ def _describe(error: jsonschema.ValidationError) -> str:
     if error.validator == "uniqueItems":
         return f"{key} = {value}: items must be unique"
     text = f"{key} = {value}: must be {allowed(error.schema)}"
+    if (error.validator == "type" and error.validator_value == "boolean"
+            and isinstance(error.instance, str) and len(error.path) == 1):
+        # Snakemake's --config KEY=VALUE reads True and False as booleans, nothing else
+        text += f" (on the command line: --config {key}=True or {key}=False)"
     if error.validator == "type" and isinstance(error.instance, str) and len(error.path) > 1:
         # Snakemake's --config KEY={...} reads the values inside the mapping as text
         text += (" (a value nested in --config KEY={...} arrives as text: set it in a YAML file "

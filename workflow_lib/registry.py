@@ -36,13 +36,15 @@ Amount = Callable[[Config, Wildcards], float]  # before scaling by the attempt
 class Job:
     """``input``/``output``: name -> path; ``params``: the config slice (recorded and hashed);
     ``device``: ``'cpu'`` or ``'gpu'``, the backend the stage runner lets JAX use
-    (``Rule.device``, ``workflow_lib.backend``)."""
+    (``Rule.device``, ``workflow_lib.backend``); ``checkpoint``: where and how often a stage with
+    long loops checkpoints them (``workflow_lib.checkpoints.job_spec``; None: it does not)."""
 
     input: dict[str, Any] = field(default_factory=dict)
     output: dict[str, str] = field(default_factory=dict)
     params: dict[str, Any] = field(default_factory=dict)
     threads: int = 1
     device: str = "cpu"
+    checkpoint: dict[str, Any] | None = None
 
 
 class StageError(RuntimeError):

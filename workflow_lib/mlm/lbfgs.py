@@ -39,6 +39,8 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from workflow_lib import checkpoints
+
 Array = jax.Array
 log = logging.getLogger("workflow_lib.mlm")
 
@@ -157,31 +159,37 @@ def _advance(objective: Callable, carry: tuple, data, until: Array, max_iter: Ar
     return _strong(jax.lax.while_loop(lambda c: (c[5] == RUNNING) & (c[3] < until), body, carry))
 
 
-def _run_start(index: int, objective: Callable, x0, data, bounds: tuple, best: float,
+def _run_start(name: str, objective: Callable, x0, data, bounds: tuple, best: float,
                memory: int) -> tuple:  # fmt: skip
-    """Start ``index`` from ``x0`` to its stop, in compiled calls of about ``CHUNK_SECONDS``
-    each, a progress line between two when ``REPORT_SECONDS`` have passed since the last one.
-    ``bounds``: ``max_iter``, ``grad_tol``, ``ftol``, ``ftol_window``. Returns ``x``, the
-    objective, the largest absolute gradient entry, iterations, evaluations and the status."""
+    """Start ``name`` from ``x0`` to its stop, in compiled calls of about ``CHUNK_SECONDS``
+    each, a progress line between two when ``REPORT_SECONDS`` have passed since the last one,
+    each a boundary of the job's checkpoint (``workflow_lib.checkpoints``: loop ``name``, from
+    which it resumes). ``bounds``: ``max_iter``, ``grad_tol``, ``ftol``, ``ftol_window``.
+    Returns ``x``, the objective, the largest absolute gradient entry, iterations, evaluations
+    and the status."""
     max_iter, grad_tol, ftol, ftol_window = bounds
+    ck = checkpoints.current()
     carry = _start(objective, x0, data, max_iter, grad_tol, memory)
+    _, carry = ck.resume(name, carry) or (0, carry)
     since = last = time.perf_counter()
-    k, status, chunk = 0, int(carry[5]), FIRST_CHUNK
+    k0 = k = int(carry[3])
+    status, chunk = int(carry[5]), FIRST_CHUNK
     while status == RUNNING:
         t = time.perf_counter()
         carry = _advance(objective, carry, data, jnp.asarray(k + chunk), max_iter, grad_tol, ftol,
                          ftol_window, jnp.asarray(best, jnp.float64), memory)
         done, status = int(carry[3]), int(carry[5])
         now = time.perf_counter()
-        chunk = max(1, min(int(CHUNK_SECONDS * max(done - k, 1) / max(now - t, 1e-9)), 100_000))
+        chunk = checkpoints.chunk_steps(done - k, now - t, CHUNK_SECONDS, 100_000)
         k = done
         if status == RUNNING and now - last >= REPORT_SECONDS:
             value, grad = _value_and_grad(carry[1])
-            rate = k / max(now - since, 1e-9)
-            log.info("L-BFGS start %d: iteration %d, objective %.6f, max |gradient| %.1e, %.3g "
-                     "iterations/s, at most %.0f s to max_iter", index, k, float(value),
+            rate = (k - k0) / max(now - since, 1e-9)
+            log.info("%s: iteration %d, objective %.6f, max |gradient| %.1e, %.3g "
+                     "iterations/s, at most %.0f s to max_iter", name, k, float(value),
                      float(max_abs(grad)), rate, (int(max_iter) - k) / max(rate, 1e-9))
             last = now
+        ck.boundary(name, k, int(max_iter), carry)
     x, state, _, k, nfev, status, _ = carry
     value, grad = _value_and_grad(state)
     return x, float(value), float(max_abs(grad)), int(k), int(nfev), int(status)
@@ -196,15 +204,30 @@ def minimize(objective: Callable, starts: Sequence, data, max_iter: int, grad_to
     win stops (``STOPS[FLAT]``, see the module doc; the criterion stays unmet); a start that
     runs longer than ``REPORT_SECONDS`` logs its progress; ``memory``: the correction pairs
     kept (each costs a few passes over the parameters per iteration). Returns one ``Result`` per
-    start, in order."""
+    start, in order.
+
+    In a job with checkpoints (``workflow_lib.checkpoints``) the call is a part named
+    ``L-BFGS n`` (the job's n-th call in its scope), its starts ``L-BFGS n start i``: a start
+    finished before the job was stopped is taken from the checkpoint, the one it stopped in
+    resumes from its last boundary."""
     data = jax.device_put(data)
     bounds = (jnp.asarray(max_iter), jnp.asarray(grad_tol, jnp.float64),
               jnp.asarray(ftol, jnp.float64), jnp.asarray(max(ftol_window, 1)))
-    results, best = [], np.inf
+    ck = checkpoints.current()
+    call = ck.unit("L-BFGS")
+    results, best, kept = [], np.inf, 0
     for index, x0 in enumerate(starts):
-        x, fun, grad_norm, nit, nfev, status = _run_start(index, objective, x0, data, bounds, best,
-                                                          memory)
+        name = f"{call} start {index}"
+        out = ck.result(name, (x0, 0.0, 0.0, 0, 0, 0))
+        kept += out is not None
+        if out is None:
+            out = _run_start(name, objective, x0, data, bounds, best, memory)
+            ck.finish(name, out)
+        x, fun, grad_norm, nit, nfev, status = out
         if status == CONVERGED:
             best = min(best, fun)
         results.append(Result(x, fun, grad_norm, nit, nfev, STOPS[status]))
+    if kept:
+        log.info("%s: %d of %d starts finished before the job was stopped, taken from its "
+                 "checkpoint", call, kept, len(results))
     return results

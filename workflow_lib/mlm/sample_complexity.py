@@ -11,11 +11,13 @@ from dataclasses import dataclass
 import jax
 import numpy as np
 
+from workflow_lib import checkpoints
 from workflow_lib.mlm.plm import effective_l2, fit_plm
 from workflow_lib.sequences import forced_errors, in_training_set
 
 log = logging.getLogger("workflow_lib.mlm")
 
+CHECKPOINT = "sample complexity"  # the sweep's progress in the job's checkpoint
 COLUMNS = ("test_loss", "test_loss_heldout", "train_loss", "pearson_r", "grad_norm",
            "train_accuracy", "train_errors")  # fmt: skip
 
@@ -56,7 +58,10 @@ def curve(train: np.ndarray, test: np.ndarray, J: np.ndarray, U: np.ndarray, bet
     classifier: ``sequences.forced_errors``) and ``separable`` (the fit's errors are only the
     forced ones: the training set is separated as far as its data allow). ``test_loss_heldout``
     is measured on the test sequences absent from the whole ``train``: one held-out set for
-    every M. A fit with fewer errors than the data force is impossible and raises.
+    every M. A fit with fewer errors than the data force is impossible and raises. In a job with
+    checkpoints, the fits of each M are its L-BFGS parts in the scope ``M = <M>``
+    (``workflow_lib.checkpoints``, ``lbfgs.minimize``), the sweep's progress loop
+    ``CHECKPOINT``.
     """
     sizes = np.asarray(sc["M"])
     if sizes.max() > len(train):
@@ -68,10 +73,11 @@ def curve(train: np.ndarray, test: np.ndarray, J: np.ndarray, U: np.ndarray, bet
     l2s = [effective_l2(sc["l2"], sc["penalty"], int(M), J.shape[0]) for M in sizes]
     in_train = in_training_set(train, test)
     heldout = test[~in_train]
-    fits = []
+    fits, ck = [], checkpoints.current()
     for M, l2 in zip(sizes, l2s, strict=True):
-        fit = fit_plm("factored", {**cfg, "l2": l2}, train[:M], test, J, U, beta, key,
-                      heldout=heldout)
+        with ck.scope(f"M = {M}"):
+            fit = fit_plm("factored", {**cfg, "l2": l2}, train[:M], test, J, U, beta, key,
+                          heldout=heldout)
         m = fit.metrics
         fits.append(m)
         log.info("M = %d: test loss %.4f, train loss %.4f, train accuracy %.4f, max |gradient| "
@@ -79,6 +85,7 @@ def curve(train: np.ndarray, test: np.ndarray, J: np.ndarray, U: np.ndarray, bet
                  m["train_loss"], m["train_accuracy"], m["grad_norm"], m["best_restart"],
                  sc["start"], m["starts_at_best"], m["starts"],
                  "converged" if m["converged"] else f"NOT CONVERGED ({m['stop_reason']})")
+        ck.boundary(CHECKPOINT, len(fits), len(sizes))
     column = lambda k: np.array([m[k] for m in fits])  # noqa: E731
     forced = np.array([forced_errors(train[:M]) for M in sizes])
     errors = column("train_errors")

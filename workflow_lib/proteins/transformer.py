@@ -10,7 +10,9 @@ of the last ``window`` evaluations is not below ``(1 - tol)`` times the lowest b
 (``plateaued``), or at the budget of ``steps`` steps, and keeps the parameters of its lowest
 validation loss. The whole run is one ``jit``-compiled ``lax.while_loop`` over evaluations, each a
 ``lax.scan`` over ``eval_every`` steps followed by the validation loss, in float32, with a
-progress line (losses, steps/s, ETA to the budget) from the device at every evaluation.
+progress line (losses, steps/s, ETA to the budget) from the device at every evaluation, each a
+boundary of the job's checkpoint (``workflow_lib.checkpoints``, loop ``CHECKPOINT``): the steps'
+keys derive from the evaluation's index, so a resumed run gives the numbers of one never stopped.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import numpy as np
 import optax
 from jax import lax
 
+from workflow_lib import checkpoints
 from workflow_lib.mlm.models import (
     ArchSpec,
     Params,
@@ -39,21 +42,23 @@ from workflow_lib.proteins.alignment import Q
 Array = jax.Array
 log = logging.getLogger("workflow_lib.proteins")
 VALIDATION_CHUNK = 256  # validation sequences evaluated at once (bounded memory)
+CHECKPOINT = "transformer training"  # the loop's name in the job's checkpoint
 
 
 class StepProgress:
     """Progress lines of one run with a budget of ``steps`` steps, written by the host after
     each compiled evaluation (its programs hold no host callback: JAX's persistent compilation
     cache keeps them across jobs): the step, the training and validation losses, the steps per
-    second since the reporter was made (compilation included) and the time left to the
-    budget."""
+    second since the reporter was made at step ``done`` (compilation included) and the time left
+    to the budget."""
 
-    def __init__(self, logger: logging.Logger, steps: int) -> None:
-        self.logger, self.steps, self.start = logger, steps, time.perf_counter()
+    def __init__(self, logger: logging.Logger, steps: int, done: int = 0) -> None:
+        self.logger, self.steps, self.done = logger, steps, done
+        self.start = time.perf_counter()
 
     def __call__(self, step: Array, loss: Array, validation: Array) -> None:
         step = int(step)
-        rate = step / max(time.perf_counter() - self.start, 1e-9)
+        rate = (step - self.done) / max(time.perf_counter() - self.start, 1e-9)
         self.logger.info("step %d/%d  loss %.4f  validation %.4f  %.0f steps/s  ETA %.0f s", step,
                          self.steps, float(loss), float(validation), rate,
                          (self.steps - step) / max(rate, 1e-9))
@@ -126,7 +131,6 @@ def train_transformer(arch: str, cfg: dict, train: tuple[np.ndarray, np.ndarray]
     opt = optax.adam(float(cfg["learning_rate"]))
     data = (jnp.asarray(seqs, jnp.int32), jnp.asarray(weights / np.sum(weights), jnp.float32),
             *_chunks(*validation, VALIDATION_CHUNK))
-    progress = StepProgress(log, evaluations * every)
 
     def loss_fn(params: Params, k: Array, seqs: Array, p: Array) -> Array:
         k_rows, k_sites = jax.random.split(k)
@@ -169,11 +173,14 @@ def train_transformer(arch: str, cfg: dict, train: tuple[np.ndarray, np.ndarray]
         return (n + 1, params, opt_state, best, jnp.minimum(val, best_loss), curve,
                 plateaued(curve[1], n + 1, window, tol), k)
 
-    state = start(key)
+    ck, first = checkpoints.current(), start(key)
+    done, state = ck.resume(CHECKPOINT, first) or (0, first)
+    progress = StepProgress(log, evaluations * every, done)
     while int(state[0]) < evaluations and not bool(state[6]):
         state = evaluation(state, *data)
         n = int(state[0])
         progress(n * every, state[5][0][n - 1], state[5][1][n - 1])
+        ck.boundary(CHECKPOINT, n * every, evaluations * every, state)
     n, _, _, params, _, (train_curve, val_curve), stopped, _ = jax.device_get(state)
     n = int(n)
     steps = every * np.arange(1, n + 1)

@@ -2,14 +2,17 @@
 ``FLOW`` order, with the job params the rules pass (``python -m workflow_lib omniglot``).
 
 Writes ``OUTDIR/{data, model, features, theory, samples, pruning}.h5``, ``OUTDIR/tables/*.csv``
-and ``OUTDIR/figures/*``; ``model`` uses a trained model artefact instead of training (as
-``omniglot.model_file`` does), ``train_only`` stops after training.
+and ``OUTDIR/figures/*``, its training checkpointed under ``OUTDIR/.checkpoints``
+(``workflow_lib.checkpoints``: a run stopped there resumes when run again); ``model`` uses a
+trained model artefact instead of training (as ``omniglot.model_file`` does), ``train_only``
+stops after training.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from workflow_lib.checkpoints import job_spec
 from workflow_lib.registry import Job, resolve
 from workflow_lib.studies.omniglot.registry import FLOW, STUDY
 
@@ -24,7 +27,8 @@ def run_study(cfg: dict, outdir: str | Path, data_dir: str | Path, model: str | 
         files["model"] = model
 
     def run(name: str, inputs: dict, outputs: dict, params: dict) -> None:
-        resolve(STUDY.rule(name).stage)(Job(input=inputs, output=outputs, params=params))
+        resolve(STUDY.rule(name).stage)(Job(input=inputs, output=outputs, params=params,
+                                            checkpoint=job_spec(cfg, str(out), outputs)))
 
     for name, (reads, writes) in FLOW.items():
         if (name == "omniglot_train" and model) or (name == "omniglot_sample"

@@ -15,6 +15,7 @@ import numpy as np
 from workflow_lib.artefacts import read_artefact, write_artefact
 from workflow_lib.attention import icl, sampling
 from workflow_lib.attention.heads import prune
+from workflow_lib.checkpoints import resumable
 from workflow_lib.keys import stage_key
 from workflow_lib.registry import Job
 from workflow_lib.studies.omniglot import artefacts, theory, training
@@ -40,9 +41,11 @@ def omniglot_data(job: Job) -> None:
     _write(job.output["data"], artefacts.OMNIGLOT_DATA, data, p, attrs)
 
 
+@resumable
 def omniglot_train(job: Job) -> None:
     """Train the gradient-descent model on fresh episodes of the training characters, with the
-    validation accuracy after every block (``studies.omniglot.training``)."""
+    validation accuracy after every block (``studies.omniglot.training``), resuming from the
+    job's checkpoint (``workflow_lib.checkpoints``)."""
     p, cfg = job.params, job.params["omniglot"]
     data = artefacts.EpisodeData(job.input["data"])
     bank = data.bank("train")

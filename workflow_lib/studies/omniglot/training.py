@@ -27,11 +27,14 @@ import numpy as np
 import optax
 from jax import lax
 
+from workflow_lib import checkpoints
 from workflow_lib.attention import icl
 from workflow_lib.studies.omniglot.data import Embeddings, episode_draw, sequences
 
 log = logging.getLogger("workflow_lib.attention")
 PLATEAU_LOSS = 0.95  # a final block's training loss below this has left the plateau (1)
+CHUNK_SECONDS = 5.0  # about this long per compiled call of training steps (``train``)
+CHECKPOINT = "omniglot training"  # the loop's name in the job's checkpoint
 
 
 class Recipe(NamedTuple):
@@ -91,13 +94,18 @@ def train(
 ) -> Trained:
     """Adam (L2 ``weight_decay``) on the square loss, ``recipe.batch`` fresh episodes per step
     from the bank ``tokens: (n, n_patches, N0)``/``starts`` (``data.Bank``); after each block
-    the accuracy on ``held_out = (x0: (n, T, N0), y: (n,))``."""
+    the accuracy on ``held_out = (x0: (n, T, N0), y: (n,))``.
+
+    The steps run in compiled calls of about ``CHUNK_SECONDS`` each (within a block), each a
+    boundary of the job's checkpoint (``workflow_lib.checkpoints``, loop ``CHECKPOINT``): one
+    program whatever the call's steps, the episodes of step ``s`` drawn from ``fold_in(key, s)``,
+    so a resumed run gives the numbers of one never stopped."""
     k_init, k_data = jax.random.split(key)
     tokens, starts = jnp.asarray(tokens), jnp.asarray(starts)
     params = icl.init(k_init, net, recipe.init)
     opt = optax.chain(optax.add_decayed_weights(recipe.weight_decay),
                       optax.adam(recipe.schedule()))
-    keep = icl.all_heads(net)
+    keep, every = icl.all_heads(net), recipe.log_every
 
     def loss(p, s):
         images, labels, y = episode_draw(jax.random.fold_in(k_data, s), starts,
@@ -106,30 +114,47 @@ def train(
         return jnp.mean(jnp.square(icl.forward(p, net, x0, keep) - y))
 
     @jax.jit
-    def block(state, b):
-        def step(state, s):
-            p, o = state
+    def advance(carry, first, stop):
+        """Steps ``first`` to ``stop - 1`` (traced) from ``carry = ((params, opt_state),
+        block)``, ``block: (log_every,)`` the losses of the current block's steps."""
+
+        def step(s, carry):
+            (p, o), block = carry
             value, g = jax.value_and_grad(loss)(p, s)
             updates, o = opt.update(g, o, p)
             updates = jax.tree.map(lambda u, w: u.astype(w.dtype), updates, p)  # float32
-            return (optax.apply_updates(p, updates), o), value
+            return (optax.apply_updates(p, updates), o), block.at[s % every].set(value)
 
-        return lax.scan(step, state, b * recipe.log_every + jnp.arange(recipe.log_every))
+        return lax.fori_loop(first, stop, step, carry)
 
-    state = (params, opt.init(params))
-    n_blocks, start = -(-recipe.steps // recipe.log_every), time.perf_counter()
-    losses, validation = np.zeros(n_blocks), np.full(n_blocks, np.nan)
-    for b in range(n_blocks):
-        state, block_losses = block(state, b)
-        losses[b] = float(jnp.mean(block_losses))
-        if held_out is not None:
-            validation[b] = icl.network_accuracy(state[0], net, *held_out)
-        elapsed = time.perf_counter() - start
-        log.info(
-            "step %d/%d  p_identical %.2f  train loss %.4f  held-out accuracy %.3f  "
-            "%.1f steps/s  ETA %.0f s", (b + 1) * recipe.log_every, n_blocks * recipe.log_every,
-            float(recipe.identical((b + 1) * recipe.log_every - 1)), losses[b], validation[b],
-            (b + 1) * recipe.log_every / elapsed, elapsed * (n_blocks - b - 1) / (b + 1),
-        )  # fmt: skip
-    steps = recipe.log_every * np.arange(1, n_blocks + 1)
-    return Trained(state[0], steps, losses, validation, time.perf_counter() - start)
+    n_blocks = -(-recipe.steps // every)
+    total = n_blocks * every
+    block = jnp.zeros(every, jax.eval_shape(loss, params, np.int32(0)).dtype)
+    state = {"carry": ((params, opt.init(params)), block), "loss": np.zeros(n_blocks),
+             "validation": np.full(n_blocks, np.nan), "seconds": 0.0}
+    ck = checkpoints.current()
+    done, state = ck.resume(CHECKPOINT, state) or (0, state)
+    carry, losses, validation = state["carry"], state["loss"], state["validation"]
+    s, chunk, start = done, 1, time.perf_counter() - state["seconds"]
+    while s < total:
+        stop, t = min(s + chunk, (s // every + 1) * every), time.perf_counter()
+        carry = jax.block_until_ready(advance(carry, np.int32(s), np.int32(stop)))
+        chunk = checkpoints.chunk_steps(stop - s, time.perf_counter() - t, CHUNK_SECONDS)
+        s = stop
+        if s % every == 0:
+            b = s // every - 1
+            losses[b] = float(jnp.mean(carry[1]))
+            if held_out is not None:
+                validation[b] = icl.network_accuracy(carry[0][0], net, *held_out)
+            elapsed = time.perf_counter() - start
+            log.info(
+                "step %d/%d  p_identical %.2f  train loss %.4f  held-out accuracy %.3f  "
+                "%.1f steps/s  ETA %.0f s", s, total, float(recipe.identical(s - 1)), losses[b],
+                validation[b], (s - done) / (elapsed - state["seconds"]),
+                (elapsed - state["seconds"]) * (total - s) / (s - done),
+            )  # fmt: skip
+        ck.boundary(CHECKPOINT, s, total, {"carry": carry, "loss": losses.copy(),
+                                           "validation": validation.copy(),
+                                           "seconds": time.perf_counter() - start})
+    steps = every * np.arange(1, n_blocks + 1)
+    return Trained(carry[0][0], steps, losses, validation, time.perf_counter() - start)

@@ -8,6 +8,7 @@ import logging
 import numpy as np
 
 from workflow_lib.artefacts import write_artefact
+from workflow_lib.checkpoints import resumable
 from workflow_lib.keys import stage_key
 from workflow_lib.mlm.architectures import parse_arch, training_config
 from workflow_lib.mlm.plm import fit_plm, plm_config
@@ -92,11 +93,13 @@ def plm(job: Job) -> None:
     )
 
 
+@resumable
 def sample_complexity(job: Job) -> None:
     """Factored attention (cross-entropy, small l2, full-batch L-BFGS to convergence from the
     configured starts, the lowest objective kept) on the first M training sequences, for every M
     of ``sample_complexity.M``; test loss on the realisation's test set
-    (``workflow_lib.mlm.sample_complexity.curve``; the l2's form: ``sample_complexity.penalty``).
+    (``workflow_lib.mlm.sample_complexity.curve``; the l2's form: ``sample_complexity.penalty``),
+    resuming from the job's checkpoint (``workflow_lib.checkpoints``).
 
     Datasets: ``M: (n_M,)`` and per M the curve's columns (``test_loss``,
     ``test_loss_heldout``, ``train_loss``, ``pearson_r``, ``grad_norm``, ``converged``,

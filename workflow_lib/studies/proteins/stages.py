@@ -14,6 +14,7 @@ import jax
 import numpy as np
 
 from workflow_lib.artefacts import read_artefact, write_artefact
+from workflow_lib.checkpoints import resumable
 from workflow_lib.keys import stage_key
 from workflow_lib.proteins.alignment import (
     ALPHABET,
@@ -148,9 +149,10 @@ def _focus_row(focus: Focus, seqs: np.ndarray, rows: np.ndarray, residues: np.nd
     return int(found[0])
 
 
+@resumable
 def protein_fit(job: Job) -> None:
     """Fit one model on the fitted rows of one split, scored on its validation rows
-    (``fitting.fit_model``).
+    (``fitting.fit_model``), resuming from the job's checkpoint (``workflow_lib.checkpoints``).
 
     Datasets: ``scores: (L, L)`` contact scores (and a transformer's ``jacobian_scores: (L, L)``
     and training curve ``curve/{step,train_loss,validation_loss}: (n,)``);

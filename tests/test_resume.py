@@ -1,0 +1,203 @@
+"""Jobs stopped mid-loop resume from their checkpoints (``workflow_lib.checkpoints``) when
+Snakemake runs them again: a sample-complexity sweep and an Omniglot training job, each stopped
+once by a real SIGTERM (it writes its checkpoint at the next boundary and exits with 143) and
+once by a real SIGKILL (it keeps its last periodic checkpoint), write artefacts equal to those of
+an uninterrupted run, every dataset and attribute but the creation time and timings; a checkpoint
+of another config slice or code is not used, and ``--config checkpoints=False`` discards it,
+each said in one log line. Runs in a copy of the repository, so that its code can be edited."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+import yaml
+
+from tests.workflow_runs import TINY, copy_env, repo_copy
+
+pytestmark = pytest.mark.slow
+
+SWEEP = "results/sample_complexity/r0.h5"
+SWEEP_LOG = "results/logs/sample_complexity/r0.log"
+SWEEP_CHECKPOINT = "results/.checkpoints/sample_complexity/r0.npz"
+MODEL = "results/omniglot/model.h5"
+MODEL_LOG = "results/logs/omniglot/model.log"
+MODEL_CHECKPOINT = "results/.checkpoints/omniglot/model.npz"
+# a checkpoint at every boundary, so that a SIGKILL finds one; fits of a few seconds per M
+SWEEP_CONFIG = {**TINY, "results": "results", "checkpoint_every": 0,
+                "sample_complexity": {"M": [2, 5, 10, 20, 50, 100], "restarts": 4,
+                                      "max_iter": 2000}}
+OMNIGLOT_CONFIG = {**TINY, "results": "results", "checkpoint_every": 0,
+                   "omniglot": {"enabled": True, "n_train": 20, "n_validation": 20, "n_test": 20,
+                                "network": {"width": 16, "head_dim": 8, "layers": 2, "heads": 2},
+                                "training": {"steps": 6000, "batch": 16, "log_every": 500}}}
+TIMINGS = ("created",)  # attributes that are no result, besides those ending in "seconds"
+
+
+def workflow(tmp_path: Path, cfg: dict) -> Path:
+    wd = repo_copy(tmp_path / "wf")
+    (wd / "tiny.yaml").write_text(yaml.safe_dump(cfg))
+    return wd
+
+
+def command(target: str, *args: str) -> list[str]:
+    return [sys.executable, "-m", "snakemake", target, "--cores", "2", "--configfile",
+            "tiny.yaml", *args]
+
+
+def snakemake(wd: Path, target: str, *args: str) -> subprocess.CompletedProcess:
+    run = subprocess.run(command(target, *args), cwd=wd, env=copy_env(wd), capture_output=True,
+                         text=True, timeout=1200)
+    return run
+
+
+def completed(wd: Path, target: str, *args: str) -> str:
+    """Run Snakemake to ``target``, asserting success; its output."""
+    run = snakemake(wd, target, *args)
+    assert run.returncode == 0, (run.stdout + run.stderr)[-5000:]
+    return run.stdout + run.stderr
+
+
+def stopped(wd: Path, target: str, stage: str, log: str, ready: str, checkpoint: str,
+            sig: signal.Signals) -> tuple[int, str]:
+    """Run Snakemake to ``target`` and, once the job's ``log`` holds ``ready`` and its
+    ``checkpoint`` exists, send ``sig`` to the job's stage process (``python -m workflow_lib
+    stage STAGE``); Snakemake's exit status and output."""
+    with open(wd / ".test-stopped.txt", "w+") as out:
+        proc = subprocess.Popen(command(target), cwd=wd, env=copy_env(wd), stdout=out,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            deadline = time.monotonic() + 900
+            while not ((wd / log).exists() and ready in (wd / log).read_text()
+                       and (wd / checkpoint).exists()):
+                assert proc.poll() is None, f"snakemake ended before {ready!r} in {log}"
+                assert time.monotonic() < deadline, f"no {ready!r} in {log} within 900 s"
+                time.sleep(0.05)
+            os.kill(stage_process(wd, stage), sig)
+            rc = proc.wait(timeout=300)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        out.seek(0)
+        return rc, out.read()
+
+
+def stage_process(wd: Path, stage: str) -> int:
+    """The pid of the process that runs ``python -m workflow_lib stage STAGE`` in ``wd``
+    (Linux /proc)."""
+    for proc in Path("/proc").iterdir():
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+            if argv[2:5] == [b"workflow_lib", b"stage", stage.encode()] \
+                    and Path(os.readlink(proc / "cwd")) == wd.resolve():
+                return int(proc.name)
+        except (OSError, ValueError):
+            continue
+    raise AssertionError(f"no process of stage {stage} in {wd}")
+
+
+def contents(path: Path) -> tuple[dict, dict]:
+    """An artefact's datasets and its attributes but the timings (``TIMINGS``, ``*seconds``)."""
+    with h5py.File(path) as f:
+        data = {}
+        f.visititems(lambda name, item: data.__setitem__(name, item[()])
+                     if isinstance(item, h5py.Dataset) else None)
+        attrs = {k: v for k, v in f.attrs.items()
+                 if k not in TIMINGS and not k.endswith("seconds")}
+    return data, attrs
+
+
+def assert_same_artefact(path: Path, reference: Path) -> None:
+    data, attrs = contents(path)
+    ref_data, ref_attrs = contents(reference)
+    assert data.keys() == ref_data.keys()
+    for name, value in ref_data.items():
+        assert data[name].dtype == value.dtype, name
+        assert np.array_equal(data[name], value, equal_nan=value.dtype.kind == "f"), name
+    assert attrs.keys() == ref_attrs.keys()
+    for name, value in ref_attrs.items():
+        same = (np.array_equal(attrs[name], value, equal_nan=True)
+                if np.asarray(value).dtype.kind == "f" else np.array_equal(attrs[name], value))
+        assert same, (name, attrs[name], value)
+
+
+def assert_resumes(wd: Path, target: str, stage: str, log: str, ready: str, checkpoint: str,
+                   reference: Path) -> None:
+    """Stopped by SIGTERM, then (after a resumed run) by SIGKILL, the job resumes when Snakemake
+    runs it again and writes the reference artefact; its checkpoint is then gone."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        (wd / target).unlink()
+        rc, out = stopped(wd, target, stage, log, ready, checkpoint, sig)
+        assert rc != 0, out[-3000:]
+        assert not (wd / target).exists() and (wd / checkpoint).exists(), out[-3000:]
+        if sig == signal.SIGTERM:  # its last line, which Snakemake shows too
+            last = (wd / log).read_text().splitlines()[-1]
+            assert f"SIGTERM: checkpoint {checkpoint} written at step " in last \
+                or f"SIGTERM: checkpoint {checkpoint} written after " in last, last
+            assert last.endswith("exiting with status 143 (run the job again to resume)")
+            assert last in out
+        completed(wd, target)
+        text = (wd / log).read_text()
+        assert f"checkpoint {checkpoint} (written " in text and "): resumed at step " in text, \
+            text
+        assert_same_artefact(wd / target, reference)
+        assert not (wd / checkpoint).exists()
+
+
+def test_a_stopped_sweep_resumes_to_the_uninterrupted_artefact(tmp_path):
+    wd = workflow(tmp_path, SWEEP_CONFIG)
+    completed(wd, SWEEP)
+    reference = shutil.copy(wd / SWEEP, tmp_path / "reference.h5")
+    assert_resumes(wd, SWEEP, "sample_complexity", SWEEP_LOG, "M = 5:", SWEEP_CHECKPOINT,
+                   Path(reference))
+
+
+def test_a_stopped_omniglot_training_resumes_to_the_uninterrupted_model(tmp_path):
+    wd = workflow(tmp_path, OMNIGLOT_CONFIG)
+    completed(wd, MODEL)
+    reference = shutil.copy(wd / MODEL, tmp_path / "reference.h5")
+    assert_resumes(wd, MODEL, "omniglot_train", MODEL_LOG, "step 1000/6000", MODEL_CHECKPOINT,
+                   Path(reference))
+    assert " of 6000 of omniglot training; 0 finished parts kept" in (wd / MODEL_LOG).read_text()
+
+
+def test_a_checkpoint_of_another_config_or_code_is_not_used_and_false_discards_it(tmp_path):
+    """A sweep stopped by SIGTERM leaves checkpoint C. Put back before each run: with another
+    ``sample_complexity.max_iter`` the job says C is of another config slice, with an edited L-BFGS
+    module of another code, and each starts over; with ``checkpoints=False`` it discards C."""
+    wd = workflow(tmp_path, SWEEP_CONFIG)
+    checkpoint, kept = wd / SWEEP_CHECKPOINT, tmp_path / "kept.npz"
+    rc, out = stopped(wd, SWEEP, "sample_complexity", SWEEP_LOG, "M = 5:", SWEEP_CHECKPOINT,
+                      signal.SIGTERM)
+    assert rc != 0 and checkpoint.exists(), out[-3000:]
+    shutil.copy(checkpoint, kept)
+
+    def rerun(*args: str, cfg: dict = SWEEP_CONFIG) -> str:
+        shutil.copy(kept, checkpoint)
+        (wd / "tiny.yaml").write_text(yaml.safe_dump(cfg))
+        completed(wd, SWEEP, *args)
+        assert not checkpoint.exists()
+        return (wd / SWEEP_LOG).read_text()
+
+    sweep = SWEEP_CONFIG["sample_complexity"]
+    text = rerun(cfg={**SWEEP_CONFIG, "sample_complexity": {**sweep, "max_iter": 1999}})
+    assert f"checkpoint {SWEEP_CHECKPOINT} was written with another config slice (" in text
+    assert "resumed" not in text
+    lbfgs = wd / "workflow_lib/mlm/lbfgs.py"
+    lbfgs.write_text(lbfgs.read_text() + "\n# an edit\n")
+    text = rerun()
+    assert f"checkpoint {SWEEP_CHECKPOINT} was written with another stage code (" in text
+    assert "resumed" not in text
+    lbfgs.write_text(lbfgs.read_text().removesuffix("\n# an edit\n"))
+    text = rerun("--config", "checkpoints=False")
+    assert f"checkpoint {SWEEP_CHECKPOINT} discarded (checkpoints: false)" in text
+    assert "resumed" not in text
