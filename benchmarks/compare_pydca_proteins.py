@@ -118,8 +118,8 @@ def weighted_loss(model: models.CouplingModel, params: dict, seqs: np.ndarray,
 def objective(model: models.CouplingModel, params: dict, seqs: np.ndarray, weights: np.ndarray,
               lambdas: dict[str, float]) -> float:  # fmt: skip
     """The project's objective (module docstring) at ``params`` on ``seqs`` with ``weights``."""
-    return weighted_loss(model, params, seqs, weights) + float(models.penalty(model, params,
-                                                                             lambdas))
+    return weighted_loss(model, params, seqs, weights) + float(
+        models.penalty(model, params, lambdas, np.sum(weights)))
 
 
 def objective_f64(params: dict, seqs: np.ndarray, weights: np.ndarray,
@@ -132,7 +132,7 @@ def objective_f64(params: dict, seqs: np.ndarray, weights: np.ndarray,
     logits = coupling_logits(models.couplings(model, params), x) + params["h"]
     logp = jnp.take_along_axis(jax.nn.log_softmax(logits, axis=-1), x[..., None], axis=-1)
     loss = models.weighted_mean(-jnp.mean(logp[..., 0], axis=-1), jnp.asarray(weights))
-    return float(loss + models.penalty(model, params, lambdas))
+    return float(loss + models.penalty(model, params, lambdas, np.sum(weights)))
 
 
 def fit_pydca_counted(*args, **kwargs) -> tuple[np.ndarray, np.ndarray, int]:

@@ -94,6 +94,21 @@ def test_the_choice_is_per_split():
     assert chosen.to_dict() == {0: "factored-H4", 1: "factored-H1"}
 
 
+def test_every_attention_form_is_a_candidate_of_the_choice():
+    """Signed, softmax and mogwai's low-rank fits are read with their form and heads, and the
+    low-rank one of lowest validation loss is chosen."""
+    forms = {**CLEAN, "factored_softmax-H4": (0.84, 1.50, 1.40),
+             "factored_lowrank-H32": (0.86, 1.50, 1.40)}
+    models = _models(forms, 2, validation={"factored_lowrank-H32": 1.40})
+    choice = factored_choice(models)
+    read = dict(zip(choice["model"], zip(choice["attention"], choice["heads"], strict=True),
+                    strict=False))
+    assert read == {"factored-H1": ("signed", 1), "factored-H4": ("signed", 4),
+                    "factored_softmax-H4": ("softmax", 4),
+                    "factored_lowrank-H32": ("lowrank", 32)}
+    assert set(choice.loc[choice["chosen"], "model"]) == {"factored_lowrank-H32"}
+
+
 def test_a_transformer_at_its_budget_leaves_its_comparisons_not_resolved():
     """vanilla3 stopped by its step budget on one split: its check fails and both claims that
     compare with it turn not resolved, naming the check; vanilla1's claims keep their verdicts."""

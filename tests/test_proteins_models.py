@@ -4,6 +4,7 @@ stop criterion, and the held-out and validation splits."""
 
 from __future__ import annotations
 
+import itertools
 import logging
 
 import jax
@@ -12,7 +13,7 @@ import numpy as np
 import pytest
 
 from workflow_lib.mlm.plm import coupling_logits
-from workflow_lib.proteins import models
+from workflow_lib.proteins import contacts, models
 from workflow_lib.proteins.alignment import Q, split_held_out
 from workflow_lib.proteins.fitting import coupling_model, fit_model, model_names
 from workflow_lib.proteins.splits import held_out_split
@@ -27,12 +28,12 @@ def _seqs(M: int, L: int, seed: int = 0) -> np.ndarray:
 
 
 @pytest.mark.parametrize("heads", [1, 10, 11, 25])
-@pytest.mark.parametrize("softmax", [False, True])
-def test_factored_logits_are_those_of_its_couplings(heads, softmax):
+@pytest.mark.parametrize("attention", ["signed", "softmax"])
+def test_factored_logits_are_those_of_its_couplings(heads, attention):
     """Both contraction routes (through the heads while 2 H < Q, through J from H = 11 on) give
     the conditionals of J_ij(a, b) = sum_h A^h_ij V^h_ab plus the fields, to float32 precision,
     in float64."""
-    model = models.CouplingModel("factored", 6, heads=heads, softmax=softmax)
+    model = models.CouplingModel("factored", 6, heads=heads, attention=attention)
     params = models.init_params(model, jax.random.key(1))
     params["h"] = jax.random.normal(jax.random.key(2), (6, Q), jnp.float64)
     seqs = jnp.asarray(_seqs(5, 6))
@@ -43,7 +44,7 @@ def test_factored_logits_are_those_of_its_couplings(heads, softmax):
     assert logits.dtype == jnp.float64
     np.testing.assert_allclose(logits, expected, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(np.diagonal(att, axis1=1, axis2=2), 0.0)
-    if softmax:
+    if attention == "softmax":
         np.testing.assert_allclose(att.sum(axis=2), 1.0, atol=1e-12)
 
 
@@ -113,7 +114,8 @@ def test_factored_objective_and_gradient_match_a_float64_reference(heads):
         J = jnp.einsum("hij,hab->ijab", models.attention(model, p), p["V"])
         logp = jax.nn.log_softmax(coupling_logits(J, seqs) + p["h"], axis=-1)
         losses = -jnp.mean(jnp.take_along_axis(logp, seqs[..., None], axis=-1)[..., 0], axis=-1)
-        return models.weighted_mean(losses, weights) + models.penalty(model, p, LAMBDAS)
+        return models.weighted_mean(losses, weights) + models.penalty(model, p, LAMBDAS,
+                                                                      weights.sum())
 
     value, grad = jax.value_and_grad(models._objective(model))(params, data)
     ref_value, ref_grad = jax.value_and_grad(reference)(params)
@@ -121,6 +123,90 @@ def test_factored_objective_and_gradient_match_a_float64_reference(heads):
     for name in ("A", "V", "h"):
         np.testing.assert_allclose(grad[name], ref_grad[name], rtol=1e-4, atol=1e-6)
     assert value.dtype == jnp.float64 and grad["A"].dtype == jnp.float64
+
+
+def _lowrank_couplings(p: dict, r: int) -> np.ndarray:
+    """mogwai's factored-attention couplings written out entry by entry: ``J[i, j, a, b] =
+    sum_h (A^h_ij V^h_ab + A^h_ji V^h_ba) / 2`` with ``A^h_ij = exp(q^h_i . k^h_j / sqrt r) /
+    sum_{k != i} exp(q^h_i . k^h_k / sqrt r)`` for ``j != i`` (0 for ``j = i``) and ``V^h_ab =
+    sum_d W_V^h[a, d] W_O^h[d, b]``."""
+    query, key, value, output = (np.asarray(p[k]) for k in ("query", "key", "value", "output"))
+    H, L, _ = query.shape
+    q, d_v = value.shape[1:]
+    A = np.zeros((H, L, L))
+    for h, i in itertools.product(range(H), range(L)):
+        e = {j: np.exp(sum(query[h, i, t] * key[h, j, t] for t in range(r)) / np.sqrt(r))
+             for j in range(L) if j != i}
+        for j, x in e.items():
+            A[h, i, j] = x / sum(e.values())
+    V = np.zeros((H, q, q))
+    for h, a, b in itertools.product(range(H), range(q), range(q)):
+        V[h, a, b] = sum(value[h, a, d] * output[h, d, b] for d in range(d_v))
+    J = np.zeros((L, L, q, q))
+    for h, i, j in itertools.product(range(H), range(L), range(L)):
+        J[i, j] += (A[h, i, j] * V[h] + A[h, j, i] * V[h].T) / 2
+    return J
+
+
+@pytest.mark.parametrize("heads", [2, 11])
+def test_lowrank_couplings_are_mogwais_formula(heads):
+    """mogwai's form (L = 5, query and key rank r = 2, value rank 3, the project's Q = 21
+    states): the couplings tensor (L, L, Q, Q) equals the formula written out, symmetric with
+    zero diagonal blocks, and both contraction routes (2 H = 4 terms through the heads, 22
+    through J) give its conditionals plus the fields."""
+    L = 5
+    model = models.CouplingModel("factored", L, heads=heads, attention="lowrank", qk_rank=2,
+                                 value_rank=3)
+    params = models.init_params(model, jax.random.key(5))
+    params["h"] = jax.random.normal(jax.random.key(6), (L, Q), jnp.float64)
+    expected = _lowrank_couplings(params, 2)
+    J = np.asarray(models.couplings(model, params))
+    assert J.shape == (L, L, Q, Q)
+    np.testing.assert_allclose(J, expected, rtol=1e-10, atol=1e-13)
+    np.testing.assert_allclose(J, J.transpose(1, 0, 3, 2), atol=1e-15)
+    assert not J[np.arange(L), np.arange(L)].any()
+    seqs = jnp.asarray(_seqs(6, L, seed=9))
+    logits = models.site_logits(model, params, seqs)
+    reference = np.asarray(coupling_logits(jnp.asarray(expected), seqs)) + np.asarray(params["h"])
+    np.testing.assert_allclose(logits, reference, rtol=1e-5, atol=1e-6)
+
+
+def test_lowrank_fit_lowers_its_objective_and_scores_its_couplings():
+    """A fit of ``factored_lowrank-H2`` (r = 2, value rank 3) on 40 weighted sequences of L = 5
+    (site 3 copies site 0) lowers its objective from its start; its objective at the fitted
+    parameters is the reference one, the weighted pseudo-likelihood of the formula's couplings
+    plus GREMLIN's penalty ``lambda_e (L - 1) (Q - 1) / (2 M_eff) ||J||^2`` and ``lambda_h
+    ||h||^2``, over L; its contact scores are the APC-corrected Frobenius norms of those
+    couplings (``contacts.contact_scores``); ``n_params`` counts its stored parameters."""
+    L, M, r = 5, 40, 2
+    rng = np.random.default_rng(11)
+    seqs = rng.integers(0, 4, (M, L)).astype(np.int32)
+    seqs[:, 3] = seqs[:, 0]
+    weights = rng.uniform(0.5, 1.0, M)
+    cfg = {"fields": True, "lambdas": {"fields": 0.01, "couplings": 0.01, "factored": 0.01},
+           "lowrank": {"qk_rank": r, "value_rank": 3, "lambda": 0.01}, "restarts": 1,
+           "max_iter": 60, "grad_tol": 1e-6}
+    key = jax.random.key(3)
+    res = fit_model("factored_lowrank-H2", cfg, (seqs, weights), (seqs[:8], weights[:8]),
+                    seqs[:0], key)
+
+    def reference(p):
+        J, h, total = _lowrank_couplings(p, r), np.asarray(p["h"]), 0.0
+        for m, i in itertools.product(range(M), range(L)):
+            logits = h[i] + sum(J[i, j][:, seqs[m, j]] for j in range(L) if j != i)
+            total += weights[m] * (np.log(np.exp(logits).sum()) - logits[seqs[m, i]])
+        m_eff = weights.sum()
+        penalty = 0.01 * np.sum(h**2) + 0.01 * (L - 1) * (Q - 1) / (2 * m_eff) * np.sum(J**2)
+        return (total / m_eff + penalty) / L
+
+    model = coupling_model("factored_lowrank-H2", cfg, L)
+    start = models.init_params(model, jax.random.split(key, 1)[0])
+    fitted = {k: res.params[k] for k in ("query", "key", "value", "output", "h")}
+    np.testing.assert_allclose(res.metrics["objective"], reference(fitted), rtol=1e-5)
+    assert res.metrics["objective"] < reference(start) - 0.1
+    np.testing.assert_allclose(res.scores, contacts.contact_scores(_lowrank_couplings(fitted, r)),
+                               rtol=1e-6, atol=1e-9)
+    assert res.metrics["n_params"] == 2 * (2 * L * r + 2 * Q * 3) + L * Q
 
 
 def test_plmdca_couplings_are_symmetric_blocks_of_the_pairs():
@@ -157,10 +243,11 @@ def test_penalty_follows_plmdca_convention():
     full = models.CouplingModel("plmdca", L)
     p = {"J": jnp.ones((L * (L - 1) // 2, Q, Q)), "h": jnp.full((L, Q), 2.0)}
     expected = (0.01 * 4 * L * Q + 0.01 * L * (L - 1) * Q * Q) / L
-    np.testing.assert_allclose(models.penalty(full, p, LAMBDAS), expected)
+    np.testing.assert_allclose(models.penalty(full, p, LAMBDAS, 7.0), expected)
     fac = models.CouplingModel("factored", L, heads=2, fields=False)
     q = {"A": jnp.ones((2, L, L)), "V": jnp.ones((2, Q, Q))}
-    np.testing.assert_allclose(models.penalty(fac, q, LAMBDAS), 0.001 * 2 * (L * L + Q * Q) / L)
+    np.testing.assert_allclose(models.penalty(fac, q, LAMBDAS, 7.0),
+                               0.001 * 2 * (L * L + Q * Q) / L)
 
 
 def test_plmdca_recovers_a_planted_coupling():
@@ -183,12 +270,22 @@ def test_plmdca_recovers_a_planted_coupling():
 
 
 def test_model_names_and_parameter_counts():
-    cfg = {"models": ["plmdca", "factored", "vanilla1"], "attention": ["signed", "softmax"],
-           "heads": [4, 1], "fields": True}
+    cfg = {"models": ["plmdca", "factored", "vanilla1"],
+           "attention": ["signed", "softmax", "lowrank"], "heads": [4, 1], "fields": True,
+           "lowrank": {"qk_rank": 3, "value_rank": 5, "lambda": 0.01}}
     assert model_names(cfg) == ["plmdca", "factored-H1", "factored-H4", "factored_softmax-H1",
-                                "factored_softmax-H4", "vanilla1"]
+                                "factored_softmax-H4", "factored_lowrank-H1",
+                                "factored_lowrank-H4", "vanilla1"]
     model = coupling_model("factored_softmax-H4", cfg, 10)
-    assert (model.heads, model.softmax, model.n_params()) == (4, True, 4 * (90 + Q * Q) + 10 * Q)
+    assert (model.heads, model.attention, model.n_params()) == (4, "softmax",
+                                                                4 * (90 + Q * Q) + 10 * Q)
+    lowrank = coupling_model("factored_lowrank-H4", cfg, 10)
+    assert (lowrank.heads, lowrank.attention, lowrank.qk_rank, lowrank.value_rank) == (
+        4, "lowrank", 3, 5)
+    # queries and keys (L x r), W_V (Q x d_v) and W_O (d_v x Q) per head, and the fields
+    assert lowrank.n_params() == 4 * (2 * 10 * 3 + 2 * Q * 5) + 10 * Q
+    stored = models.init_params(lowrank, jax.random.key(0))
+    assert lowrank.n_params() == sum(x.size for x in stored.values())
     assert coupling_model("plmdca", cfg, 10).n_params() == 45 * Q * Q + 10 * Q  # one block per pair
     with pytest.raises(ValueError, match="unknown protein model"):
         coupling_model("factored-Hx", cfg, 10)

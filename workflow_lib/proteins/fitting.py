@@ -1,8 +1,9 @@
 """One model of the protein study fitted on the fitted rows of one split of a family: its contact
 scores, its validation loss (on which the study chooses) and its held-out masked-token loss.
 
-Model names (``model_names``): ``factored-H<h>`` (signed attention) and ``factored_softmax-H<h>``
-(row-softmax attention) for every ``h`` of ``proteins.heads``, ``plmdca``, ``vanilla1``,
+Model names (``model_names``): ``factored-H<h>`` (signed attention), ``factored_softmax-H<h>``
+(row-softmax attention) and ``factored_lowrank-H<h>`` (mogwai's low-rank query and key,
+``proteins.lowrank``) for every ``h`` of ``proteins.heads``, ``plmdca``, ``vanilla1``,
 ``vanilla3``. Scores: APC-corrected Frobenius norms of the couplings (``contacts.contact_scores``)
 for the coupling models, the APC-corrected symmetrised attention map of the masked token
 (``contacts.attention_scores``) over ``TRANSFORMER_EVAL_SEQUENCES`` training sequences for the
@@ -27,7 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from workflow_lib.mlm.models import flatten_params
-from workflow_lib.proteins import contacts, models
+from workflow_lib.proteins import FACTORED_PREFIXES, contacts, factored_form, models
 from workflow_lib.proteins.jacobian import jacobian_scores, transformer_jacobian
 from workflow_lib.proteins.transformer import evaluate_transformer, train_transformer
 
@@ -47,8 +48,7 @@ def model_names(cfg: dict) -> list[str]:
     for kind in cfg["models"]:
         if kind == "factored":
             for attention in cfg["attention"]:
-                prefix = "factored" if attention == "signed" else "factored_softmax"
-                names += [f"{prefix}-H{h}" for h in sorted(cfg["heads"])]
+                names += [f"{FACTORED_PREFIXES[attention]}-H{h}" for h in sorted(cfg["heads"])]
         else:
             names.append(kind)
     return names
@@ -70,14 +70,18 @@ def score_names(model: str) -> list[str]:
 
 
 def coupling_model(name: str, cfg: dict, L: int) -> models.CouplingModel:
-    """The ``CouplingModel`` of run ``name`` (``factored[_softmax]-H<h>`` or ``plmdca``)."""
+    """The ``CouplingModel`` of run ``name`` (``factored[_softmax|_lowrank]-H<h>`` or
+    ``plmdca``; ``lowrank`` takes its ranks from ``cfg["lowrank"]``)."""
     if name == "plmdca":
         return models.CouplingModel("plmdca", L, fields=cfg["fields"])
-    prefix, _, heads = name.partition("-H")
-    if prefix not in ("factored", "factored_softmax") or not heads.isdigit():
+    form = factored_form(name)
+    if form is None:
         raise ValueError(f"unknown protein model {name!r}")
-    return models.CouplingModel("factored", L, heads=int(heads),
-                                softmax=prefix == "factored_softmax", fields=cfg["fields"])
+    attention, heads = form
+    ranks = ({"qk_rank": cfg["lowrank"]["qk_rank"], "value_rank": cfg["lowrank"]["value_rank"]}
+             if attention == "lowrank" else {})
+    return models.CouplingModel("factored", L, heads=heads, attention=attention,
+                                fields=cfg["fields"], **ranks)
 
 
 def evaluation_rows(M: int) -> np.ndarray:
@@ -143,7 +147,10 @@ def fit_model(name: str, cfg: dict, train: tuple[np.ndarray, np.ndarray],
              "validation_loss": run.validation_loss},
         )
     model = coupling_model(name, cfg, train_seqs.shape[1])
-    result = models.fit(model, train_seqs, train_w, cfg["lambdas"], key, int(cfg["restarts"]),
+    lambdas = cfg["lambdas"]
+    if model.attention == "lowrank":  # GREMLIN's lambda_e
+        lambdas = {**lambdas, "lowrank": cfg["lowrank"]["lambda"]}
+    result = models.fit(model, train_seqs, train_w, lambdas, key, int(cfg["restarts"]),
                         int(cfg["max_iter"]), float(cfg["grad_tol"]))  # fmt: skip
     if not result.converged:
         log.warning("%s NOT CONVERGED: %s (max |gradient| %.1e > %.1e)", name, result.stop_reason,

@@ -6,8 +6,11 @@ modelling minimises: Rende et al. 2024, Sec. III; ``workflow_lib.mlm.plm``):
 
 - ``factored``: ``J_ij(a, b) = sum_h A^h_ij V^h_ab`` with ``H`` heads (``H = 1`` is the paper's
   layer, Rende et al. 2024 eq. 4; AttentionDCA and mogwai use several), signed ``A^h`` or its
-  row-softmax over ``j != i`` (``softmax``: ``workflow_lib.mlm.models.attention_matrix``), with
-  optional fields ``h_i(a)``;
+  row-softmax over ``j != i`` (``softmax``: ``workflow_lib.mlm.models.attention_matrix``), or
+  mogwai's factored attention (``lowrank``, Bhattacharya et al. 2020): ``A^h`` the row-softmax
+  over ``j != i`` of ``Q^h K^h^T / sqrt(r)`` (query and key ``(L, r)`` per head), ``V^h = W_V^h
+  W_O^h`` of rank ``d_v``, and the couplings symmetrised, ``J_ij(a, b) = sum_h (A^h_ij V^h_ab +
+  A^h_ji V^h_ba) / 2``; with optional fields ``h_i(a)``;
 - ``plmdca``: free symmetric couplings, one ``J_ij(a, b) = J_ji(b, a)`` per pair ``i < j``,
   shared by the conditionals of ``i`` and ``j``, with fields (the symmetric plmDCA of Ekeberg et
   al. 2013, as pydca and plmc fit it).
@@ -19,7 +22,9 @@ one divided by ``L``::
               + lambda_h ||h||^2 + lambda_J ||J||^2 ]
 
 (``||J||^2`` over ``i != j``; for ``factored`` the coupling term is ``lambda_A (||A||^2 +
-||V||^2)``), minimised by full-batch L-BFGS to a gradient criterion (``workflow_lib.mlm.lbfgs``).
+||V||^2)``, for ``lowrank`` GREMLIN's (and mogwai's) ``lambda_e (L - 1) (Q - 1) / (2 M_eff)
+||J||^2`` on its couplings, ``lambda_e`` per sequence as in GREMLIN's unnormalised sum),
+minimised by full-batch L-BFGS to a gradient criterion (``workflow_lib.mlm.lbfgs``).
 plmDCA's conditionals go through one float32 matrix product of the one-hot sequences with the
 couplings (``coupling_product``), its L-BFGS keeps ``PLMDCA_MEMORY`` correction pairs of its
 ``L (L - 1) Q^2 / 2`` parameters; factored attention's go through float32 contractions too,
@@ -45,6 +50,7 @@ from workflow_lib.proteins.alignment import Q
 Array = jax.Array
 Params = dict[str, Array]
 KINDS = ("factored", "plmdca")
+ATTENTIONS = ("signed", "softmax", "lowrank")  # factored attention's forms
 # L-BFGS correction pairs of the plmDCA fit: at L = 202 its L (L - 1) Q^2 / 2 = 9 million
 # parameters make each pair cost about 0.1 s of vector work per iteration (one core), as much as
 # the objective of a few hundred sequences (liblbfgs, pydca's optimiser, keeps 6 by default)
@@ -58,31 +64,47 @@ class CouplingModel:
     kind: str  # "factored" | "plmdca"
     L: int
     heads: int = 1  # factored
-    softmax: bool = False  # factored: row-softmax attention over j != i
+    attention: str = "signed"  # factored: one of ATTENTIONS
+    qk_rank: int = 16  # lowrank: rank r of each head's query and key
+    value_rank: int = Q  # lowrank: rank d_v of each head's value-output map
     fields: bool = True
-    init_scale: float = 1.0  # factored: A ~ N(0, s^2 / L), V ~ N(0, s^2 / Q)
+    # factored: A ~ N(0, s^2 / L), V ~ N(0, s^2 / Q); lowrank: query, key ~ N(0, s^2),
+    # W_V ~ N(0, s^2 / Q), W_O ~ N(0, 1 / d_v)
+    init_scale: float = 1.0
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"unknown coupling model {self.kind!r}; allowed: {KINDS}")
+        if self.attention not in ATTENTIONS:
+            raise ValueError(f"unknown attention {self.attention!r}; allowed: {ATTENTIONS}")
 
     def n_params(self) -> int:
         """Free parameters (the masked diagonal of ``A`` and ``J`` not counted)."""
         L = self.L
         fields = L * Q if self.fields else 0
+        if self.kind == "factored" and self.attention == "lowrank":
+            return self.heads * (2 * L * self.qk_rank + 2 * Q * self.value_rank) + fields
         if self.kind == "factored":
             return self.heads * (L * (L - 1) + Q * Q) + fields
         return L * (L - 1) // 2 * Q * Q + fields
 
 
 def init_params(model: CouplingModel, key: Array) -> Params:
-    """Starting parameters: random ``A: (H, L, L)`` (zero diagonal) and ``V: (H, Q, Q)``, or zero
-    couplings of the pairs ``i < j``, ``J: (L (L - 1) / 2, Q, Q)`` (``pair_couplings``); zero
-    fields ``h: (L, Q)``."""
-    L = model.L
-    if model.kind == "factored":
+    """Starting parameters: random ``A: (H, L, L)`` (zero diagonal) and ``V: (H, Q, Q)``; for
+    ``lowrank`` random ``query, key: (H, L, r)``, ``value: (H, Q, d_v)`` (``W_V``) and ``output:
+    (H, d_v, Q)`` (``W_O``); or zero couplings of the pairs ``i < j``, ``J: (L (L - 1) / 2, Q,
+    Q)`` (``pair_couplings``); zero fields ``h: (L, Q)`` (scales: ``CouplingModel``)."""
+    L, s = model.L, model.init_scale
+    if model.kind == "factored" and model.attention == "lowrank":
+        shapes = {"query": ((model.heads, L, model.qk_rank), s),
+                  "key": ((model.heads, L, model.qk_rank), s),
+                  "value": ((model.heads, Q, model.value_rank), s / math.sqrt(Q)),
+                  "output": ((model.heads, model.value_rank, Q), 1 / math.sqrt(model.value_rank))}
+        params = {name: scale * jax.random.normal(k, shape, jnp.float64)
+                  for k, (name, (shape, scale)) in zip(jax.random.split(key, 4), shapes.items(),
+                                                       strict=True)}
+    elif model.kind == "factored":
         k_a, k_v = jax.random.split(key)
-        s = model.init_scale
         A = s / math.sqrt(L) * jax.random.normal(k_a, (model.heads, L, L), jnp.float64)
         params = {"A": A * (1.0 - jnp.eye(L)),
                   "V": s / math.sqrt(Q) * jax.random.normal(k_v, (model.heads, Q, Q),
@@ -95,16 +117,35 @@ def init_params(model: CouplingModel, key: Array) -> Params:
 
 
 def attention(model: CouplingModel, params: Params) -> Array:
-    """The factored model's attention maps ``(H, L, L)``, zero diagonal (signed or softmax)."""
-    spec = ArchSpec("factored", model.L, Q, softmax=model.softmax)
-    return jax.vmap(lambda A: attention_matrix(spec, A))(params["A"])
+    """The factored model's attention maps ``(H, L, L)``, zero diagonal: ``A`` (signed) or its
+    row-softmax over ``j != i`` (softmax), or that of ``query^h key^h^T / sqrt(r)`` (lowrank)."""
+    if model.attention == "lowrank":
+        logits = jnp.einsum("hir,hjr->hij", params["query"], params["key"]) / math.sqrt(
+            model.qk_rank)
+    else:
+        logits = params["A"]
+    spec = ArchSpec("factored", model.L, Q, softmax=model.attention != "signed")
+    return jax.vmap(lambda A: attention_matrix(spec, A))(logits)
+
+
+def head_maps(model: CouplingModel, params: Params) -> tuple[Array, Array]:
+    """The factored couplings as ``J = sum_k A^k V^k``: ``(A: (K, L, L), V: (K, Q, Q))``, the
+    ``K = H`` heads (``attention``, ``V``); for ``lowrank`` the ``K = 2 H`` terms of its
+    symmetrised couplings, ``A^h / 2`` with ``V^h = W_V^h W_O^h`` and ``A^h^T / 2`` with
+    ``V^h^T``."""
+    A = attention(model, params)
+    if model.attention != "lowrank":
+        return A, params["V"]
+    V = params["value"] @ params["output"]
+    return (0.5 * jnp.concatenate([A, A.transpose(0, 2, 1)]),
+            jnp.concatenate([V, V.transpose(0, 2, 1)]))
 
 
 def couplings(model: CouplingModel, params: Params) -> Array:
-    """``J: (L, L, Q, Q)`` with a zero diagonal block: ``sum_h A^h_ij V^h_ab`` or the free
-    symmetric couplings (``pair_couplings``)."""
+    """``J: (L, L, Q, Q)`` with a zero diagonal block: ``sum_k A^k_ij V^k_ab`` (``head_maps``) or
+    the free symmetric couplings (``pair_couplings``)."""
     if model.kind == "factored":
-        return jnp.einsum("hij,hab->ijab", attention(model, params), params["V"])
+        return jnp.einsum("hij,hab->ijab", *head_maps(model, params))
     return pair_couplings(params["J"], model.L)
 
 
@@ -123,16 +164,17 @@ def site_logits(model: CouplingModel, params: Params, seqs: Array) -> Array:
     """Logits of every site's conditional given the rest of ``seqs: (M, L)``: ``(M, L, Q)`` in
     the parameters' dtype, the contractions in float32 (as ``coupling_product``).
 
-    Factored couplings are contracted through the values of each head (``H M L (L + Q) Q``
-    multiply-adds, in the order ``jnp.einsum``'s path search picks) while ``2 H < Q``, else
-    through ``J = sum_h A^h V^h`` in one matrix product (``M L^2 Q^2``, ``coupling_product``),
-    whose single GEMM runs at about twice the per-head contractions' rate on CPUs (the factored
-    rows of ``benchmarks/bench_proteins.py``); it also keeps no ``(M, L, H, Q)`` intermediate."""
+    Factored couplings are contracted through the values of each term of ``head_maps`` (``K M L
+    (L + Q) Q`` multiply-adds, in the order ``jnp.einsum``'s path search picks) while ``2 K <
+    Q``, else through ``J = sum_k A^k V^k`` in one matrix product (``M L^2 Q^2``,
+    ``coupling_product``), whose single GEMM runs at about twice the per-head contractions' rate
+    on CPUs (the factored rows of ``benchmarks/bench_proteins.py``); it also keeps no ``(M, L,
+    K, Q)`` intermediate."""
     if model.kind == "factored":
-        dtype = params["V"].dtype
-        A = attention(model, params).astype(jnp.float32)
-        V = params["V"].astype(jnp.float32)
-        if 2 * model.heads < Q:
+        A, V = head_maps(model, params)
+        dtype = V.dtype
+        A, V = A.astype(jnp.float32), V.astype(jnp.float32)
+        if 2 * A.shape[0] < Q:
             onehot = jax.nn.one_hot(seqs, Q, dtype=jnp.float32)
             logits = jnp.einsum("hij,hab,mjb->mia", A, V, onehot, optimize="optimal")
         else:
@@ -177,11 +219,17 @@ def weighted_loss(model: CouplingModel, params: Params, seqs: Array, weights: Ar
     return weighted_mean(site_losses(model, params, seqs), weights)
 
 
-def penalty(model: CouplingModel, params: Params, lambdas: dict[str, float]) -> Array:
+def penalty(model: CouplingModel, params: Params, lambdas: dict[str, float],
+            m_eff: float | Array) -> Array:  # fmt: skip
     """``(lambda_h ||h||^2 + lambda_J ||J||^2) / L`` (``||J||^2`` over ``i != j``: twice that of
-    the pairs ``i < j``; ``factored``: ``lambda_A (||A||^2 + ||V||^2) / L``); ``lambdas``:
-    ``fields``, ``couplings``, ``factored``."""
-    if model.kind == "factored":
+    the pairs ``i < j``; ``factored``: ``lambda_A (||A||^2 + ||V||^2) / L``; ``lowrank``: GREMLIN's
+    ``lambda_e (L - 1) (Q - 1) / (2 M_eff) ||J||^2 / L`` on its couplings, ``m_eff`` the fitted
+    sequences' summed weight); ``lambdas``: ``fields``, ``couplings``, ``factored``, and
+    ``lowrank`` (``lambda_e``) for that form."""
+    if model.kind == "factored" and model.attention == "lowrank":
+        scale = lambdas["lowrank"] * (model.L - 1) * (Q - 1) / (2.0 * m_eff)
+        total = scale * jnp.sum(couplings(model, params) ** 2)
+    elif model.kind == "factored":
         total = lambdas["factored"] * (jnp.sum(params["A"] ** 2) + jnp.sum(params["V"] ** 2))
     else:
         total = 2.0 * lambdas["couplings"] * jnp.sum(params["J"] ** 2)
@@ -235,6 +283,7 @@ def _objective(model: CouplingModel) -> Callable[[Params, tuple], Array]:
 
     def objective(params: Params, data: tuple[Array, Array, dict[str, Array]]) -> Array:
         seqs, weights, lambdas = data
-        return weighted_loss(model, params, seqs, weights) + penalty(model, params, lambdas)
+        return (weighted_loss(model, params, seqs, weights)
+                + penalty(model, params, lambdas, jnp.sum(weights)))
 
     return objective

@@ -5,6 +5,7 @@ tables, the figures and the claims table of the protein claim that motivates the
 
 from __future__ import annotations
 
+from workflow_lib.proteins import factored_form
 from workflow_lib.registry import Panel, Rule, Study, claims_rule, constant, figure_rule
 from workflow_lib.studies.proteins import resources
 
@@ -30,10 +31,16 @@ def _data_params(cfg, wc) -> dict:
 
 def _model_params(cfg, wc) -> dict:
     """The slice of one model's fit: the transformers' section for a transformer, the L-BFGS
-    fit's keys for factored attention and plmDCA."""
-    p = cfg["proteins"]
-    keys = ("transformer",) if wc["model"].startswith("vanilla") else COUPLING_FIT_KEYS
-    return {"seed": cfg["seed"], "family": wc["family"], "model": wc["model"],
+    fit's keys for factored attention and plmDCA, and ``lowrank`` for a fit that may be of that
+    form (a ``factored_lowrank`` split fit, the final fit of ``factored`` when ``attention``
+    lists it)."""
+    p, model = cfg["proteins"], wc["model"]
+    keys = ("transformer",) if model.startswith("vanilla") else COUPLING_FIT_KEYS
+    form = factored_form(model)
+    if (form is not None and form[0] == "lowrank") or (model == "factored"
+                                                       and "lowrank" in p["attention"]):
+        keys = (*keys, "lowrank")
+    return {"seed": cfg["seed"], "family": wc["family"], "model": model,
             "proteins": {k: p[k] for k in keys}}
 
 

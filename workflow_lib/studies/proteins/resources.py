@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from workflow_lib.proteins import factored_form
 from workflow_lib.proteins.alignment import AlignmentError, alignment_size
 from workflow_lib.registry import Config, Wildcards
 
@@ -89,11 +90,11 @@ COSTS = {
 
 
 def model_kind(model: str) -> tuple[str, int]:
-    """``(kind, H)`` of a fit's model name: ``factored[_softmax]-H<h>`` -> ``('factored', h)``,
-    else ``(model, 1)`` (``plmdca``, ``vanilla1``, ``vanilla3``)."""
-    prefix, _, heads = model.partition("-H")
-    if prefix in ("factored", "factored_softmax") and heads.isdigit():
-        return "factored", int(heads)
+    """``(kind, H)`` of a fit's model name: ``factored[_softmax|_lowrank]-H<h>`` ->
+    ``('factored', h)``, else ``(model, 1)`` (``plmdca``, ``vanilla1``, ``vanilla3``)."""
+    form = factored_form(model)
+    if form is not None:
+        return "factored", form[1]
     if model not in COSTS:
         raise ValueError(f"unknown protein model {model!r}")
     return model, 1

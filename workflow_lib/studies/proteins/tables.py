@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from workflow_lib.artefacts import Artefact
-from workflow_lib.proteins import contacts
+from workflow_lib.proteins import contacts, factored_form
 from workflow_lib.proteins.contacts import JACOBIAN_SUFFIX
 
 FIT_ATTRS = ("heldout_loss", "validation_loss", "train_loss", "converged", "stop_reason", "seconds",
@@ -140,7 +140,8 @@ def family_models_table(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
 
 
 def factored_choice(models: pd.DataFrame) -> pd.DataFrame:
-    """One row per factored fit (``factored-H<h>``, ``factored_softmax-H<h>``) with its
+    """One row per factored fit (``factored-H<h>``, ``factored_softmax-H<h>``,
+    ``factored_lowrank-H<h>``: ``proteins.factored_form``) with its
     ``heads``, ``attention``, training, validation and held-out losses, and ``chosen``: per
     (family, realisation), the fit of lowest validation loss, the configuration the claims
     compare (a choice on the validation sequences alone; the held-out loss is beside it for the
@@ -149,10 +150,10 @@ def factored_choice(models: pd.DataFrame) -> pd.DataFrame:
                "validation_loss", "heldout_loss", "chosen"]
     if models.empty:
         return pd.DataFrame(columns=columns)
-    factored = models[models["model"].str.match(r"factored(_softmax)?-H\d+$")].copy()
-    prefix, _, heads = factored["model"].str.partition("-H").T.to_numpy()
-    factored["heads"] = heads.astype(int)
-    factored["attention"] = np.where(prefix == "factored", "signed", "softmax")
+    forms = models["model"].map(factored_form)
+    factored = models[forms.notna()].copy()
+    factored["attention"] = [form for form, _ in forms.dropna()]
+    factored["heads"] = [heads for _, heads in forms.dropna()]
     best = factored.groupby(["family", "realisation"])["validation_loss"].idxmin()
     factored["chosen"] = factored.index.isin(best)
     return factored[columns].sort_values(["family", "realisation", "attention", "heads"],
