@@ -3,8 +3,8 @@ with checkpoints off and on, in one run, and the time one write of a state of a 
 
 Run: ``python benchmarks/bench_checkpoints.py [--configfile FILE ...] [--kinds ...]
 [--threads T] [--write-mb 10 100 1000] [--csv PATH]``. The jobs run in this process, their inputs
-made first by the workflow's own stages, on a tiny config (``TINY``, seconds per job) with any config files merged
-over it (``--configfile config/paper.yaml`` for the paper's sizes). Job kinds (``KINDS``):
+made first by the workflow's own stages, on a tiny config (``TINY``, seconds per job) with any
+config files merged over it (``--configfile config/paper.yaml`` for the paper's sizes). Job kinds (``KINDS``):
 ``sample_complexity`` (the sweep's L-BFGS fits), ``omniglot_train``, ``protein_fit plmdca``
 (L-BFGS) and ``protein_fit vanilla1`` (a transformer). Each kind runs first once unmeasured (so
 every run finds its programs compiled), then once per mode (``MODES``): ``off`` (``checkpoints:
