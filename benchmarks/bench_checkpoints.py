@@ -1,22 +1,21 @@
 """What checkpoints cost (``workflow_lib.checkpoints``): each job kind with a checkpointed loop run
 with checkpoints off and on, in one run, and the time one write of a state of a given size takes.
 
-Run: ``python benchmarks/bench_checkpoints.py [--configfile FILE ...] [--kinds ...]
-[--threads T] [--write-mb 10 100 1000] [--csv PATH]``. The jobs run in this process, their inputs
-made first by the workflow's own stages, on a tiny config (``TINY``, seconds per job) with any
-config files merged over it (``--configfile config/paper.yaml`` for the paper's sizes). Job kinds (``KINDS``):
-``sample_complexity`` (the sweep's L-BFGS fits), ``omniglot_train``, ``protein_fit plmdca``
-(L-BFGS) and ``protein_fit vanilla1`` (a transformer). Each kind runs first once unmeasured (so
-every run finds its programs compiled), then once per mode (``MODES``): ``off`` (``checkpoints:
-false``), ``on`` (``checkpoint_every`` at the schema's default: a job shorter than it writes
-nothing, so this is the cost of the boundaries alone) and ``every boundary`` (``checkpoint_every:
-0``, a write at every boundary: the most it can cost). A row holds the job's wall seconds, the
-writes, their seconds in all and the checkpoint's size, the overhead against ``off`` and, from
-the mean write, ``default_overhead``: a write's share of ``checkpoint_every`` at the default, what
-writing costs a job longer than that. A ``write`` row times ``Session.write`` of a state of
-``--write-mb`` MB of float64 (atomic, synced to disk), the cost of the largest checkpoints (the
-sweep's full fit, plmDCA at large L).
-"""
+Run: ``python benchmarks/bench_checkpoints.py [--configfile FILE ...] [--kinds ...] [--threads T]
+[--write-mb 10 100 1000] [--csv PATH]``. The jobs run in this process, their inputs made first by
+the workflow's own stages, on a tiny config (``TINY``, seconds per job) with any config files merged
+over it (``--configfile config/paper.yaml`` for the paper's sizes). Job kinds (``KINDS``):
+``sample_complexity`` (the sweep's L-BFGS fits), ``omniglot_train``, ``protein_fit plmdca`` (L-BFGS)
+and ``protein_fit vanilla1`` (a transformer). Each kind runs first once unmeasured (so every run
+finds its programs compiled), then once per mode (``MODES``): ``off`` (``checkpoints: false``),
+``on`` (``checkpoint_every`` at the schema's default: a job shorter than it writes nothing, so this
+is the cost of the boundaries alone) and ``every boundary`` (``checkpoint_every: 0``, a write at
+every boundary: the most it can cost). A row holds the job's wall seconds, the writes, their seconds
+in all and the checkpoint's size, the overhead against ``off`` and, from the mean write,
+``default_overhead``: a write's share of ``checkpoint_every`` at the default, what writing costs a
+job longer than that. A ``write`` row times ``Session.write`` of a state of ``--write-mb`` MB of
+float64 (atomic, synced to disk), the cost of the largest checkpoints (the sweep's full fit, plmDCA
+at large L)."""
 
 from __future__ import annotations
 
