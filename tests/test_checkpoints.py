@@ -277,3 +277,37 @@ def test_random_keys_and_scalars_round_trip(tmp_path):
     np.testing.assert_array_equal(back["loss"], state["loss"])
     assert {k: back[k] for k in ("name", "done", "n", "t")} == {
         "name": "start", "done": True, "n": 12, "t": 1.25}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("arch", ["factored", "vanilla1"])
+def test_mlm_training_stopped_at_every_chunk_gives_the_same_run(tmp_path, sigterms, arch):
+    """MLM training (``mlm.loop.Run``), stopped by SIGTERM at the end of each compiled chunk of
+    epochs in turn and resumed: the same parameters, history, map and stop as a run never
+    stopped, to the bit; a transformer with a stop window, which keeps its stop state and its
+    lowest held-out loss's parameters across the cuts."""
+    from tests.test_mlm import BETA, FAST
+    from tests.test_mlm import potts as potts_fixture
+    from workflow_lib.mlm import train
+
+    train_seqs, test_seqs, J, U = potts_fixture.__wrapped__()
+    train_seqs, test_seqs = train_seqs[:300], test_seqs[:200]
+    cfg = {**FAST, "epochs": 24, "eval_every": 2, "restarts": 2, "model_dim": 8,
+           **({"stop_window": 8, "stop_tol": 0.05} if arch == "vanilla1" else {})}
+
+    def fit():
+        return train.train_mlm(arch, cfg, train_seqs, test_seqs, J, U, BETA, jax.random.key(4))
+
+    whole = fit()
+    parts, tries = stopped_at_every_boundary(fit, job(tmp_path), "workflow_lib.studies."
+                                             "potts_paper.stages_fits:train")
+    assert tries > 2
+    for name in whole.params:
+        np.testing.assert_array_equal(whole.params[name], parts.params[name])
+    for name in whole.history:
+        np.testing.assert_array_equal(whole.history[name], parts.history[name])
+    np.testing.assert_array_equal(whole.attention, parts.attention)
+    for name in ("test_loss_heldout", "train_loss", "pearson_r", "converged"):
+        assert whole.metrics[name] == parts.metrics[name]
+    if arch == "vanilla1":
+        assert whole.metrics["stop_epoch"] == parts.metrics["stop_epoch"]

@@ -24,6 +24,7 @@ import numpy as np
 import optax
 from jax import lax
 
+from workflow_lib import checkpoints
 from workflow_lib.mlm.batching import epoch_batches
 from workflow_lib.mlm.evaluation import EVAL_KEYS, evaluate
 from workflow_lib.mlm.metrics import reconstruction, sq_norm, stopped
@@ -189,13 +190,13 @@ class Stop:
         """The chunk program's ``active`` argument, where it has one."""
         return (self.active,) if self.plan.stop_window else ()
 
-    def update(self, done: int, history: list[dict[str, np.ndarray]]) -> bool:
-        """After ``done`` epochs (``history``: the chunks' metrics so far): the restarts that meet
-        the criterion stop there; True when none trains on."""
+    def update(self, done: int, history: dict[str, np.ndarray]) -> bool:
+        """After ``done`` epochs (``history``: their metrics, ``(done, K, R)`` per key): the
+        restarts that meet the criterion stop there; True when none trains on."""
         if not self.plan.stop_window:
             return False
-        loss = np.concatenate([h["test_loss_heldout"] for h in history])
-        loss = np.where(np.isnan(loss), np.concatenate([h["test_loss"] for h in history]), loss)
+        loss = history["test_loss_heldout"]
+        loss = np.where(np.isnan(loss), history["test_loss"], loss)
         evaluated = ~np.isnan(loss).all(axis=(1, 2))
         now = stopped(np.flatnonzero(evaluated) + 1, loss[evaluated], self.plan.stop_window,
                       self.plan.stop_tol) & self.active
@@ -266,16 +267,34 @@ class Run:
         plan = self.plan
         self.progress.start(plan.epochs, plan.steps)
         stop = Stop(plan, keys.shape)
-        history, first = [], 0
+        # float32 metrics per epoch, NaN until run: with the carry and the stop state, what a
+        # checkpoint holds at a chunk's end (``workflow_lib.checkpoints``)
+        history = {k: np.full((plan.epochs, *keys.shape), np.nan, np.float32)
+                   for k in HISTORY_KEYS}
+        ck = checkpoints.current()
+        name = ck.unit("MLM training")
+        done, (carry, history, stop.active, stop.met, stop.epochs) = ck.resume(
+            name, (carry, history, stop.active, stop.met, stop.epochs)) or (
+            0, (carry, history, stop.active, stop.met, stop.epochs))
+        if done:
+            self.progress.resumed(done)
+        first = 0
         for n in chunks(plan):
+            if first + n <= done:  # run before the checkpoint
+                first += n
+                continue
             carry, metrics = self.epochs[n](carry, np.int32(first), keys, train, test, heldout32,
                                             J32, *stop.arguments())
+            for k, v in jax.device_get(metrics).items():
+                history[k][first:first + n] = v
             first += n
-            history.append(jax.device_get(metrics))
-            self.progress(first - 1, {k: v[-1] for k, v in history[-1].items()}, logged)
-            if stop.update(first, history):
+            self.progress(first - 1, {k: v[first - 1] for k, v in history.items()}, logged)
+            finished = stop.update(first, {k: v[:first] for k, v in history.items()})
+            ck.boundary(name, first, plan.epochs,
+                        (carry, history, stop.active, stop.met, stop.epochs))
+            if finished:
                 break
-        history = {k: np.concatenate([h[k] for h in history]) for k in HISTORY_KEYS}
+        history = {k: v[:first] for k, v in history.items()}
         params, att = carry[2][:2] if plan.stop_window else (carry[0][0], carry[1])
         train_losses, fits = self.finish(params, att, train, J)
         return (optimum, params, stop.mask(history), att, train_losses, fits,

@@ -25,6 +25,11 @@ class Progress:
         """A run of ``epochs`` epochs of ``steps`` optimiser steps each starts now."""
         self.epochs, self.steps, self.epoch, self.time = epochs, steps, 0, time.perf_counter()
 
+    def resumed(self, epochs: int) -> None:
+        """The run resumes from a checkpoint after ``epochs`` epochs."""
+        self.logger.info("resumed at epoch %d of %d", epochs, self.epochs)
+        self.epoch, self.time = epochs, time.perf_counter()
+
     def __call__(self, e: int, metrics: dict[str, np.ndarray], optimum: np.ndarray) -> None:
         """Epoch ``e`` (0-based) is done; ``metrics``: ``train_loss`` and ``test_loss``, ``(K,
         R)`` over problems and restarts; ``optimum: (K,)``."""

@@ -24,6 +24,7 @@ def _scalars(metrics: dict) -> dict[str, float | int | bool | str]:
     return {k: v for k, v in metrics.items() if isinstance(v, int | float | bool | str)}
 
 
+@resumable
 def train(job: Job) -> None:
     """Train one architecture on each realisation of the job's chunk (``realisations``), side by
     side in one program (``train_many``); one artefact per realisation.
@@ -32,7 +33,8 @@ def train(job: Job) -> None:
     ``restarts/{train_loss,test_loss}: (R,)`` (every restart's final losses),
     ``attention: (L, L)`` (factored: after the scale fit), ``params/...``, ``J: (L, L)``.
     Attributes: ``arch``, ``a`` (interpolated only), ``optimal_loss`` and the final metrics
-    (``realisations_per_program``: the size of the chunk it was trained in).
+    (``realisations_per_program``: the size of the chunk it was trained in). Resumes from the
+    job's checkpoint (``workflow_lib.checkpoints``) at the end of a chunk of epochs.
     """
     p = job.params
     arch, a = parse_arch(p["arch"])
