@@ -40,7 +40,7 @@ def test_a_results_page_row_counts_its_units_in_the_plural():
     claims = read_claims(SNAPSHOTS / "quick" / f"{DEFAULT_STUDY}-claims.csv").set_index("id",
                                                                                       drop=False)
     assert "(n = 3 realisations)" in claim_cells(claims.loc["fig2b.copy"])[4]
-    assert "(n = 1 realisation)" in claim_cells(claims.loc["fig3_left.peak"])[4]
+    assert "(n = 1 theory curve)" in claim_cells(claims.loc["fig3_left.peak"])[4]
     page = (SNAPSHOTS / "potts_paper-quick.md").read_text(encoding="utf-8")
     assert "3 realisation)" not in page and "(n = 3 realisations)" in page
 
