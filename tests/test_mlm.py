@@ -430,6 +430,26 @@ def test_stop_criterion():
     assert metrics.stopped(epoch, gappy, 40, 1e-3).all()
 
 
+def test_a_plateau_lowers_the_learning_rate_before_it_stops_the_run():
+    """On a flat held-out loss, each plateau a full window after the last change multiplies the
+    restart's rate by ``stop_decay``, ``stop_decays`` times; the next plateau stops it there."""
+    plan = Plan(epochs=1000, steps=1, all_sites=False, batch=1, restarts=1, l2=0.0,
+                eval_every=10, log_every=10, stop_window=40, stop_tol=1e-3, stop_decays=2,
+                stop_decay=0.1)
+    stop = loop.Stop(plan, (1, 1))
+    flat = {"test_loss": np.full((1000, 1, 1), np.nan), "train_loss": np.ones((1000, 1, 1))}
+    flat["test_loss"][9::10] = 1.0
+    flat["test_loss_heldout"] = flat["test_loss"]
+    seen = []
+    for done in range(10, 1001, 10):
+        if stop.update(done, {k: v[:done] for k, v in flat.items()}):
+            break
+        seen.append((done, float(stop.rates[0, 0])))
+    assert done == 130 and stop.met.all() and stop.epochs[0, 0] == 130
+    changes = [(d, r) for (d, r), (_, before) in zip(seen[1:], seen, strict=False) if r != before]
+    assert changes == [(50, pytest.approx(0.1)), (90, pytest.approx(0.01))]
+
+
 @pytest.mark.slow
 def test_stop_window_keeps_the_lowest_held_out_loss_and_ends_early(potts):
     """With a stop window, a transformer whose held-out loss has stopped improving ends before

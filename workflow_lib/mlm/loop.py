@@ -61,6 +61,7 @@ def over_restarts(spec: ArchSpec, f: Callable) -> Callable:
 def train_epochs(
     spec: ArchSpec, opt: optax.GradientTransformation, plan: Plan, carry: tuple, epochs: Array,
     keys: Array, train: Array, test: Array, heldout: Array, J: Array, active: Array | None = None,
+    rates: Array | None = None,
 ) -> tuple[tuple, dict[str, Array]]:
     """The epochs ``epochs`` (0-based indices, ``(n,)``) of ``R = plan.restarts`` restarts of
     each of ``K`` problems side by side: problem ``k`` trains on ``train[k]: (M, L)`` and is
@@ -70,7 +71,8 @@ def train_epochs(
     R, L, L)``; ``keys: (K, R)``, the restarts' training keys. With a stop window
     (``plan.stop_window``) the carry also holds ``best``: the parameters and map of each
     restart's lowest held-out test loss so far (the test loss where no sequence is held out) and
-    that loss ``(K, R)``, updated at every evaluation of a restart still ``active: (K, R)``.
+    that loss ``(K, R)``, updated at every evaluation of a restart still ``active: (K, R)``, and
+    each restart's steps are scaled by its learning-rate factor ``rates: (K, R)`` (``Stop``).
 
     Returns the carry after the last epoch and the per-epoch metrics ``HISTORY_KEYS``, each
     ``(n, K, R)`` (NaN on epochs that are not evaluated).
@@ -84,19 +86,21 @@ def train_epochs(
         data = mlm_loss(spec, p, seqs, sites)
         return data + plan.l2 * sq_norm(p), data
 
-    def epoch(state, key, seqs):  # one restart of one problem
+    def epoch(state, key, seqs, rate):  # one restart of one problem
         def step(state, xs):
             params, opt_state = state
             i, sites = xs
             (_, data), g = jax.value_and_grad(objective, has_aux=True)(params, seqs[i], sites)
             updates, opt_state = opt.update(g, opt_state, params)
+            if plan.stop_window:  # the restart's learning-rate factor
+                updates = jax.tree_util.tree_map(lambda u: u * rate, updates)
             return (optax.apply_updates(params, updates), opt_state), data
 
         state, losses = lax.scan(step, state, epoch_batches(spec, plan, key, seqs.shape[0]))
         return state, jnp.mean(losses)
 
-    def problem_epoch(state, keys, seqs):  # one problem, its R restarts
-        return over_restarts(spec, lambda s, k: epoch(s, k, seqs))(state, keys)
+    def problem_epoch(state, keys, seqs, rates):  # one problem, its R restarts
+        return over_restarts(spec, lambda s, k, r: epoch(s, k, seqs, r))(state, keys, rates)
 
     def skip(params, att):
         return {k: jnp.full((K, plan.restarts), jnp.nan, att.dtype) for k in EVAL_KEYS}, att
@@ -116,7 +120,8 @@ def train_epochs(
     def body(carry, e):
         state, att, *best = carry
         epoch_keys = jax.vmap(jax.vmap(jax.random.fold_in, (0, None)), (0, None))(keys, e)
-        state, train_loss = jax.vmap(problem_epoch)(state, epoch_keys, train)
+        state, train_loss = jax.vmap(problem_epoch)(
+            state, epoch_keys, train, rates if plan.stop_window else jnp.ones(keys.shape))
         metrics, att = lax.cond(
             ((e + 1) % plan.eval_every == 0) | (e + 1 == plan.epochs),
             lambda p, _: jax.vmap(evaluate_problem)(p, test, heldout, J),
@@ -150,11 +155,12 @@ def _begin(spec: ArchSpec, opt: optax.GradientTransformation, plan: Plan, key: A
 
 def _epochs(spec: ArchSpec, opt: optax.GradientTransformation, plan: Plan, n: int, carry: tuple,
             first: Array, keys: Array, train: Array, test: Array, heldout: Array,
-            J: Array, active: Array | None = None) -> tuple:  # fmt: skip
+            J: Array, active: Array | None = None,
+            rates: Array | None = None) -> tuple:  # fmt: skip
     """``n`` epochs from epoch ``first`` (``train_epochs``, float32)."""
     with jax.enable_x64(False):
         return train_epochs(spec, opt, plan, carry, first + jnp.arange(n, dtype=jnp.int32), keys,
-                            train, test, heldout, J, active)
+                            train, test, heldout, J, active, rates)
 
 
 def _finish(spec: ArchSpec, params: Params, att: Array, train: Array, J: Array) -> tuple:
@@ -176,33 +182,53 @@ def chunks(plan: Plan) -> list[int]:
 
 class Stop:
     """The stop criterion of a run with a stop window (``metrics.STOP``), read on the host at
-    the end of each compiled chunk: which of the ``(K, R)`` restarts still train (``active``)
-    and the epoch each stopped at (``epochs``, the cap for one that never met the criterion;
-    ``met``: whether it did). Without a window every restart trains every epoch."""
+    the end of each compiled chunk: each of the ``(K, R)`` restarts trains at a learning-rate
+    factor (``rates``, from 1); when it meets the criterion a full window after its last change,
+    the factor is multiplied by ``plan.stop_decay``, at most ``plan.stop_decays`` times, and at
+    the next time the restart stops there (``active`` False, ``epochs`` its stop epoch, the cap
+    for one that never met it; ``met``: whether it did). Without a window every restart trains
+    every epoch at the schedule's rate."""
 
     def __init__(self, plan: Plan, shape: tuple[int, ...]) -> None:
         self.plan = plan
         self.active = np.ones(shape, bool)
         self.met = np.zeros(shape, bool)
         self.epochs = np.full(shape, plan.epochs, np.int64)
+        self.rates = np.ones(shape, np.float32)
+        self.decays = np.zeros(shape, np.int64)  # made so far
+        self.since = np.zeros(shape, np.int64)  # the epoch of the last change of rate
+
+    def state(self) -> tuple[np.ndarray, ...]:
+        """What a checkpoint keeps of it (``restore``: the same order)."""
+        return self.active, self.met, self.epochs, self.rates, self.decays, self.since
+
+    def restore(self, state: tuple[np.ndarray, ...]) -> None:
+        self.active, self.met, self.epochs, self.rates, self.decays, self.since = state
 
     def arguments(self) -> tuple[np.ndarray, ...]:
-        """The chunk program's ``active`` argument, where it has one."""
-        return (self.active,) if self.plan.stop_window else ()
+        """The chunk program's ``active`` and ``rates`` arguments, where it has them."""
+        return (self.active, self.rates) if self.plan.stop_window else ()
 
     def update(self, done: int, history: dict[str, np.ndarray]) -> bool:
         """After ``done`` epochs (``history``: their metrics, ``(done, K, R)`` per key): the
-        restarts that meet the criterion stop there; True when none trains on."""
-        if not self.plan.stop_window:
+        restarts that meet the criterion lower their rate, or stop there after their last
+        decay; True when none trains on."""
+        plan = self.plan
+        if not plan.stop_window:
             return False
         loss = history["test_loss_heldout"]
         loss = np.where(np.isnan(loss), history["test_loss"], loss)
         evaluated = ~np.isnan(loss).all(axis=(1, 2))
-        now = stopped(np.flatnonzero(evaluated) + 1, loss[evaluated], self.plan.stop_window,
-                      self.plan.stop_tol) & self.active
-        self.met |= now
-        self.epochs[now] = done
-        self.active &= ~now
+        now = (stopped(np.flatnonzero(evaluated) + 1, loss[evaluated], plan.stop_window,
+                       plan.stop_tol) & self.active & (done - self.since >= plan.stop_window))
+        decay = now & (self.decays < plan.stop_decays)
+        self.rates = np.where(decay, self.rates * np.float32(plan.stop_decay), self.rates)
+        self.decays += decay
+        self.since[decay] = done
+        end = now & ~decay
+        self.met |= end
+        self.epochs[end] = done
+        self.active &= ~end
         return not self.active.any()
 
     def mask(self, history: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -238,8 +264,10 @@ class Run:
         _, carry, keys = jax.eval_shape(begin, key, test, J, U, beta)
         f32 = (jax.ShapeDtypeStruct(heldout.shape, jnp.float32),
                jax.ShapeDtypeStruct(J.shape, jnp.float32))
-        # the restarts still training: an argument only where a stop window reads it
-        active = (jax.ShapeDtypeStruct(keys.shape, jnp.bool_),) if plan.stop_window else ()
+        # the restarts still training and their learning-rate factors: arguments only where a
+        # stop window reads them
+        active = ((jax.ShapeDtypeStruct(keys.shape, jnp.bool_),
+                   jax.ShapeDtypeStruct(keys.shape, jnp.float32)) if plan.stop_window else ())
         self.epochs = {n: compile(partial(_epochs, spec, opt, plan, n), carry, np.int32(0), keys,
                                   train, test, *f32, *active)
                        for n in sorted(set(chunks(plan)))}
@@ -273,9 +301,9 @@ class Run:
                    for k in HISTORY_KEYS}
         ck = checkpoints.current()
         name = ck.unit("MLM training")
-        done, (carry, history, stop.active, stop.met, stop.epochs) = ck.resume(
-            name, (carry, history, stop.active, stop.met, stop.epochs)) or (
-            0, (carry, history, stop.active, stop.met, stop.epochs))
+        done, (carry, history, stopping) = ck.resume(name, (carry, history, stop.state())) or (
+            0, (carry, history, stop.state()))
+        stop.restore(stopping)
         if done:
             self.progress.resumed(done)
         first = 0
@@ -290,8 +318,7 @@ class Run:
             first += n
             self.progress(first - 1, {k: v[first - 1] for k, v in history.items()}, logged)
             finished = stop.update(first, {k: v[:first] for k, v in history.items()})
-            ck.boundary(name, first, plan.epochs,
-                        (carry, history, stop.active, stop.met, stop.epochs))
+            ck.boundary(name, first, plan.epochs, (carry, history, stop.state()))
             if finished:
                 break
         history = {k: v[:first] for k, v in history.items()}

@@ -20,7 +20,9 @@ CONVERGENCE = (
 STOP = (
     "the held-out test loss stopped improving: at the end of a compiled chunk of epochs, its "
     "lowest value over the last stop_window epochs is below its lowest value before them by "
-    "less than stop_tol (relative); the parameters of the lowest held-out loss are kept"
+    "less than stop_tol (relative), a full window after the learning rate last changed, after "
+    "stop_decays such plateaus each of which multiplied the learning rate by stop_decay; the "
+    "parameters of the lowest held-out loss are kept"
 )
 
 

@@ -24,6 +24,8 @@ class Plan(NamedTuple):
     stop_window: int = 0  # epochs; 0: every one of ``epochs`` runs (``metrics.STOP``)
     stop_tol: float = 0.0
     sites: int = 1  # masked sites per batch unit: L for the factored family, else 1
+    stop_decays: int = 0  # learning-rate decays on a plateau before a stop (``loop.Stop``)
+    stop_decay: float = 0.1  # the factor of each
 
     @property
     def supervised_per_epoch(self) -> int:
@@ -51,4 +53,5 @@ def make_plan(spec: ArchSpec, cfg: dict, n_train: int) -> Plan:
                                  else math.ceil(epochs / (10 * eval_every)))
     sites = spec.L if spec.kind != "transformer" else 1
     return Plan(epochs, units // batch, all_sites, batch, restarts, float(cfg["l2"]), eval_every,
-                log_every, window, float(cfg["stop_tol"]), sites)
+                log_every, window, float(cfg["stop_tol"]), sites, int(cfg["stop_decays"]),
+                float(cfg["stop_decay"]))

@@ -86,10 +86,13 @@ class TrainResult:
     restarts: dict[str, np.ndarray]
 
 
-def make_optimizer(name: str, learning_rate: float,
-                   total_steps: int) -> optax.GradientTransformation:  # fmt: skip
-    """``sgd`` or ``adam`` with cosine decay of the learning rate to 0 over ``total_steps``."""
-    schedule = optax.cosine_decay_schedule(learning_rate, max(total_steps, 1))
+def make_optimizer(name: str, learning_rate: float, total_steps: int,
+                   constant: bool = False) -> optax.GradientTransformation:  # fmt: skip
+    """``sgd`` or ``adam`` with cosine decay of the learning rate to 0 over ``total_steps``, or
+    (``constant``: a run with a stop window, whose plateaus lower it: ``loop.Stop``) at
+    ``learning_rate`` throughout."""
+    schedule = learning_rate if constant else optax.cosine_decay_schedule(
+        learning_rate, max(total_steps, 1))
     if name == "sgd":
         return optax.sgd(schedule)
     if name == "adam":
@@ -158,7 +161,7 @@ def train_many(arch: str, cfg: dict, problems: Sequence[Problem],
     name, lr = cfg["optimizer"], float(cfg["learning_rate"])
 
     def compile_run() -> Run:
-        opt = make_optimizer(name, lr, plan.epochs * plan.steps)
+        opt = make_optimizer(name, lr, plan.epochs * plan.steps, constant=bool(plan.stop_window))
         return Run(spec, opt, plan, runs.progress, args)
 
     compiled = runs.get((spec, name, lr, plan), args, compile_run)
@@ -231,6 +234,7 @@ def _result(arch: str, spec: ArchSpec, plan: Plan, cfg: dict, train: np.ndarray,
     if plan.stop_window:
         stop_epoch, met = (x[best] for x in stops)
         conv |= {"converged": bool(met), "stop_epoch": int(stop_epoch),
+                 "stop_decays": plan.stop_decays,
                  "best_epoch": int(history["epoch"][kept]), "stop_window": plan.stop_window,
                  "stop_tol": plan.stop_tol, "epoch_cap": plan.epochs,
                  "convergence_criterion": STOP}  # fmt: skip
