@@ -153,21 +153,20 @@ def assert_resumes(wd: Path, target: str, stage: str, log: str, ready: str, chec
         assert not (wd / checkpoint).exists()
 
 
-def test_a_stopped_sweep_resumes_to_the_uninterrupted_artefact(tmp_path):
-    wd = workflow(tmp_path, SWEEP_CONFIG)
-    completed(wd, SWEEP)
-    reference = shutil.copy(wd / SWEEP, tmp_path / "reference.h5")
-    assert_resumes(wd, SWEEP, "sample_complexity", SWEEP_LOG, "M = 5:", SWEEP_CHECKPOINT,
-                   Path(reference))
-
-
-def test_a_stopped_omniglot_training_resumes_to_the_uninterrupted_model(tmp_path):
-    wd = workflow(tmp_path, OMNIGLOT_CONFIG)
-    completed(wd, MODEL)
-    reference = shutil.copy(wd / MODEL, tmp_path / "reference.h5")
-    assert_resumes(wd, MODEL, "omniglot_train", MODEL_LOG, "step 1000/6000", MODEL_CHECKPOINT,
-                   Path(reference))
-    assert " of 6000 of omniglot training; 0 finished parts kept" in (wd / MODEL_LOG).read_text()
+@pytest.mark.parametrize(("config", "target", "rule", "log", "marker", "checkpoint", "says"), [
+    pytest.param(SWEEP_CONFIG, SWEEP, "sample_complexity", SWEEP_LOG, "M = 5:", SWEEP_CHECKPOINT,
+                 "", id="sweep"),
+    pytest.param(OMNIGLOT_CONFIG, MODEL, "omniglot_train", MODEL_LOG, "step 1000/6000",
+                 MODEL_CHECKPOINT, " of 6000 of omniglot training; 0 finished parts kept",
+                 id="omniglot"),
+])
+def test_a_stopped_job_resumes_to_the_uninterrupted_artefact(tmp_path, config, target, rule, log,
+                                                             marker, checkpoint, says):
+    wd = workflow(tmp_path, config)
+    completed(wd, target)
+    reference = shutil.copy(wd / target, tmp_path / "reference.h5")
+    assert_resumes(wd, target, rule, log, marker, checkpoint, Path(reference))
+    assert says in (wd / log).read_text()
 
 
 def test_a_checkpoint_of_another_config_or_code_is_not_used_and_false_discards_it(tmp_path):
