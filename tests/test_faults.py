@@ -165,7 +165,9 @@ def test_editing_a_config_key_reruns_only_the_jobs_whose_slice_it_changes(tiny_r
     (wd / "tiny.yaml").write_text(yaml.safe_dump(config))
     rc, out = snakemake(wd, "proteins", "--dry-run", env=env, timeout=300)
     assert rc == 0, out[-3000:]
-    assert planned(out) == {"protein_fit": 4, "protein_tables": 1, "protein_claims": 1,
+    # the transformers' split fits and final fits, and what reads them
+    assert planned(out) == {"protein_fit": 4, "protein_final_fit": 2, "protein_tables": 1,
+                            "protein_claims": 1, "protein_contact_lists": 1,
                             "protein_figure": 2, "proteins": 1}, out[-3000:]
 
 

@@ -52,7 +52,8 @@ def test_default_target_builds_every_figure(tiny_run):
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
 
 
-EXIT_S = 1.0  # CPU seconds of a job's shell and of its interpreter's exit, with a margin
+EXIT_S = 1.5  # CPU seconds of a job's shell and of its interpreter's exit, with a margin (up to
+# 1.02 s seen: a tiny sample-complexity job, its checkpoint session closed before the exit)
 
 
 def test_every_job_measures_its_cpu_time_at_its_end(tiny_run):
