@@ -62,7 +62,8 @@ from record import Recorder, default_csv
 from workflow_lib.config import load_config
 from workflow_lib.proteins import models, transformer
 from workflow_lib.proteins.alignment import filter_gaps, read_alignment
-from workflow_lib.proteins.fitting import TRANSFORMERS, fit_model
+from workflow_lib.proteins.fitting import fit_model
+from workflow_lib.proteins.run_names import TRANSFORMERS
 from workflow_lib.proteins.weights import sequence_weights
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -7,7 +7,7 @@
 
 import re
 
-from workflow_lib.proteins.fitting import chosen_from, model_names, score_names
+from workflow_lib.proteins.run_names import chosen_from, model_names, score_names
 from workflow_lib.studies.proteins.registry import CONTACT_MAP_CAPTION
 
 PROTEINS = STUDY["proteins"]

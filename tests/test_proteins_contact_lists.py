@@ -151,7 +151,7 @@ def test_a_final_fit_takes_every_sequence_and_a_transformer_its_steps():
     data = (seqs, np.ones(300))
     cfg = {"transformer": {"model_dim": 16, "mask_token": "channel", "batch_size": 64,
                            "learning_rate": 0.01, "eval_every": 40, "window": 3, "tol": 0.01,
-                           "steps": 20000},
+                           "steps": 20000, "eval_sequences": 64, "jacobian_sequences": 4},
            "fields": True, "lambdas": {"fields": 0.01, "couplings": 0.01, "factored": 0.01},
            "restarts": 1, "max_iter": 50, "grad_tol": 1e-4}
     res = fit_final("vanilla1", cfg, data, jax.random.key(0), steps=120)

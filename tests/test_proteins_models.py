@@ -15,7 +15,8 @@ import pytest
 from workflow_lib.mlm.plm import coupling_logits
 from workflow_lib.proteins import contacts, models
 from workflow_lib.proteins.alignment import Q, split_held_out
-from workflow_lib.proteins.fitting import coupling_model, fit_model, model_names
+from workflow_lib.proteins.fitting import coupling_model, fit_model
+from workflow_lib.proteins.run_names import model_names
 from workflow_lib.proteins.splits import held_out_split
 from workflow_lib.proteins.transformer import plateaued, train_transformer
 from workflow_lib.proteins.weights import neighbour_counts, sequence_weights
@@ -292,7 +293,8 @@ def test_model_names_and_parameter_counts():
 
 
 TRANSFORMER = {"model_dim": 16, "mask_token": "channel", "batch_size": 64,
-               "learning_rate": 0.01, "eval_every": 40, "window": 3, "tol": 0.01}
+               "learning_rate": 0.01, "eval_every": 40, "window": 3, "tol": 0.01,
+               "eval_sequences": 64, "jacobian_sequences": 4}
 
 
 def _copied_site(M: int = 400) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

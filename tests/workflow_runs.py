@@ -44,7 +44,7 @@ TINY_ALL = {
     "proteins": {"enabled": True, "realisations": 2, "heads": [2],
                  "attention": ["signed", "softmax"], "restarts": 1, "max_iter": 20,
                  "transformer": {"steps": 20, "model_dim": 8, "batch_size": 16, "eval_every": 5,
-                                 "window": 2}},
+                                 "window": 2, "eval_sequences": 64, "jacobian_sequences": 4}},
 }
 
 # What a workflow copy holds besides its own workflow_lib (``data`` is linked). Not

@@ -14,6 +14,7 @@ picked up by the next digest.
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 from pathlib import Path
 
@@ -80,17 +81,35 @@ def _closure(modules: set[str], root: Path) -> set[Path]:
         if path in seen:
             continue
         seen.add(path)
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            if isinstance(node, ast.Import | ast.ImportFrom):
-                for module in _imported(node, path, root).values():
-                    todo += _with_parents(module, root)
+        for module in _file_imports(path, path.read_text(), root):
+            todo += _with_parents(module, root)
     return seen
+
+
+@functools.cache
+def _tree(text: str, filename: str) -> ast.Module:
+    """The syntax tree of a source text (kept per text: a Snakemake plan digests every stage)."""
+    return ast.parse(text, filename)
+
+
+@functools.cache
+def _file_imports(path: Path, text: str, root: Path) -> tuple[str, ...]:
+    """The dotted modules that the source ``text`` of the file ``path`` imports anywhere."""
+    return tuple(module for node in ast.walk(_tree(text, str(path)))
+                 if isinstance(node, ast.Import | ast.ImportFrom)
+                 for module in _imported(node, path, root).values())
 
 
 def _function_imports(path: Path, function: str, root: Path) -> set[str]:
     """Package modules that ``function`` of the module at ``path`` reaches through the module's
     top-level names (followed transitively through its top-level definitions)."""
-    tree = ast.parse(path.read_text(), str(path))
+    return set(_reached(path, path.read_text(), function, root))
+
+
+@functools.cache
+def _reached(path: Path, text: str, function: str, root: Path) -> frozenset[str]:
+    """``_function_imports`` of the module whose source is ``text`` (kept per text)."""
+    tree = _tree(text, str(path))
     imports: dict[str, str] = {}
     definitions: dict[str, list[ast.AST]] = {}
     for node in tree.body:
@@ -121,7 +140,7 @@ def _function_imports(path: Path, function: str, root: Path) -> set[str]:
                     modules |= set(_imported(sub, path, root).values())
                 elif isinstance(sub, ast.Name):
                     todo.append(sub.id)
-    return modules
+    return frozenset(modules)
 
 
 def stage_files(target: str, root: Path = ROOT) -> list[Path]:

@@ -1,14 +1,11 @@
 """One model of the protein study fitted on the fitted rows of one split of a family: its contact
 scores, its validation loss (on which the study chooses) and its held-out masked-token loss.
 
-Model names (``model_names``): ``factored-H<h>`` (signed attention), ``factored_softmax-H<h>``
-(row-softmax attention) and ``factored_lowrank-H<h>`` (mogwai's low-rank query and key,
-``proteins.lowrank``) for every ``h`` of ``proteins.heads``, ``plmdca``, ``vanilla1``,
-``vanilla3``. Scores: APC-corrected Frobenius norms of the couplings (``contacts.contact_scores``)
-for the coupling models, the APC-corrected symmetrised attention map of the masked token
-(``contacts.attention_scores``) over ``TRANSFORMER_EVAL_SEQUENCES`` training sequences for the
-transformers, and beside it their categorical-Jacobian scores (``jacobian``) over
-``JACOBIAN_SEQUENCES`` of them. Losses are in nats per site, every site masked in turn. The
+Model names: ``run_names.model_names``. Scores: APC-corrected Frobenius norms of
+the couplings (``contacts.contact_scores``) for the coupling models, the APC-corrected
+symmetrised attention map of the masked token (``contacts.attention_scores``) over
+``transformer.eval_sequences`` training sequences for the transformers, and beside it their
+categorical-Jacobian scores (``jacobian``) over ``transformer.jacobian_sequences`` of them. Losses are in nats per site, every site masked in turn. The
 transformers train to their stop criterion on the validation sequences
 (``transformer.train_transformer``) and keep the parameters of their lowest validation loss.
 
@@ -28,45 +25,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from workflow_lib.mlm.models import flatten_params
-from workflow_lib.proteins import FACTORED_PREFIXES, contacts, factored_form, models
+from workflow_lib.proteins import contacts, factored_form, models
 from workflow_lib.proteins.jacobian import jacobian_scores, transformer_jacobian
+from workflow_lib.proteins.run_names import TRANSFORMERS
 from workflow_lib.proteins.transformer import evaluate_transformer, train_transformer
 
 log = logging.getLogger("workflow_lib.proteins")
-TRANSFORMERS = ("vanilla1", "vanilla3")
-# A transformer's attention map and training loss average this many training sequences (a seeded
-# random subset): every site masked in turn costs L passes per sequence.
-TRANSFORMER_EVAL_SEQUENCES = 512
-# A transformer's categorical Jacobian averages the first this many of those sequences: each
-# costs L * Q reverse passes.
-JACOBIAN_SEQUENCES = 32
-
-
-def model_names(cfg: dict) -> list[str]:
-    """The run names of a ``proteins`` config section, in its ``models`` order."""
-    names = []
-    for kind in cfg["models"]:
-        if kind == "factored":
-            for attention in cfg["attention"]:
-                names += [f"{FACTORED_PREFIXES[attention]}-H{h}" for h in sorted(cfg["heads"])]
-        else:
-            names.append(kind)
-    return names
-
-
-def chosen_from(cfg: dict, model: str) -> list[str]:
-    """The run names of the split fits whose choices the final fit of ``model`` (an entry of
-    ``proteins.models``) takes: every factored configuration (the one chosen on the most splits
-    is fitted), a transformer's own fits (the steps at which they stopped), none for plmDCA."""
-    if model == "factored":
-        return model_names({**cfg, "models": ["factored"]})
-    return [model] if model in TRANSFORMERS else []
-
-
-def score_names(model: str) -> list[str]:
-    """The names of the contact scores of a fit of ``model`` in tables and contact lists: the
-    model's, and for a transformer also its Jacobian scores' (``model-jacobian``)."""
-    return [model, f"{model}{contacts.JACOBIAN_SUFFIX}"] if model in TRANSFORMERS else [model]
 
 
 def coupling_model(name: str, cfg: dict, L: int) -> models.CouplingModel:
@@ -84,11 +48,11 @@ def coupling_model(name: str, cfg: dict, L: int) -> models.CouplingModel:
                                 fields=cfg["fields"], **ranks)
 
 
-def evaluation_rows(M: int) -> np.ndarray:
+def evaluation_rows(M: int, n: int) -> np.ndarray:
     """The rows of ``M`` training sequences that a transformer's attention map and training loss
-    average: ``TRANSFORMER_EVAL_SEQUENCES`` of them (all when fewer) drawn by
+    average: ``n`` of them (``transformer.eval_sequences``; all when fewer) drawn by
     ``numpy.random.default_rng(0)``, sorted."""
-    n = min(M, TRANSFORMER_EVAL_SEQUENCES)
+    n = min(M, n)
     return np.sort(np.random.default_rng(0).permutation(M)[:n])
 
 
@@ -127,10 +91,11 @@ def fit_model(name: str, cfg: dict, train: tuple[np.ndarray, np.ndarray],
         spec, params = run.spec, run.params
         test_losses = (evaluate_transformer(spec, params, test)[0] if len(test)
                        else np.zeros(0))
-        rows = evaluation_rows(len(train_seqs))
+        rows = evaluation_rows(len(train_seqs), cfg["transformer"]["eval_sequences"])
         train_losses, att = evaluate_transformer(spec, params, train_seqs[rows])
         jacobian_start = time.perf_counter()
-        jac = transformer_jacobian(spec, params, train_seqs[rows[:JACOBIAN_SEQUENCES]])
+        jac = transformer_jacobian(
+            spec, params, train_seqs[rows[:cfg["transformer"]["jacobian_sequences"]]])
         return ModelResult(
             contacts.attention_scores(att), test_losses,
             float(models.weighted_mean(train_losses, train_w[rows])),
@@ -194,7 +159,7 @@ def fit_final(name: str, cfg: dict, data: tuple[np.ndarray, np.ndarray], key: ja
             raise ValueError(f"the final fit of {name} needs its steps, got {steps}")
         cfg = {**cfg, "transformer": {**cfg["transformer"], "steps": int(steps),
                                       "eval_every": int(steps), "window": 1}}
-        rows = evaluation_rows(len(seqs))  # evaluated once, at the end: its loss is reported
+        rows = evaluation_rows(len(seqs), cfg["transformer"]["eval_sequences"])  # evaluated once, at the end: its loss is reported
         validation = (seqs[rows], weights[rows])
     res = fit_model(name, cfg, data, validation, seqs[:0], key)
     metrics = dict(res.metrics)

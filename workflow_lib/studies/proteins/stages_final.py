@@ -14,7 +14,8 @@ import pandas as pd
 
 from workflow_lib.artefacts import Artefact, read_artefact, write_artefact
 from workflow_lib.keys import stage_key
-from workflow_lib.proteins.fitting import TRANSFORMERS, fit_final
+from workflow_lib.proteins.fitting import fit_final
+from workflow_lib.proteins.run_names import TRANSFORMERS
 from workflow_lib.registry import Job, StageError
 from workflow_lib.studies.proteins import tables
 from workflow_lib.studies.proteins.artefacts import PROTEIN_DATA, PROTEIN_FINAL_FIT, PROTEIN_FIT
@@ -24,7 +25,7 @@ log = logging.getLogger("workflow_lib.proteins")
 
 def configuration(model: str, splits: list[Artefact]) -> tuple[str, int | None, str]:
     """``(run name, steps, how it was chosen)`` of the final fit of ``model`` from its split
-    fits ``splits`` (``fitting.chosen_from``): factored attention's configuration chosen on the
+    fits ``splits`` (``run_names.chosen_from``): factored attention's configuration chosen on the
     most splits (``tables.final_choice``), a transformer's median stop (its best step) over its
     splits, plmDCA as it is."""
     if model == "factored":
