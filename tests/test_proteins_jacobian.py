@@ -16,6 +16,7 @@ from workflow_lib.proteins.jacobian import (
     jacobian_scores,
     transformer_jacobian,
 )
+from workflow_lib.proteins.transformer import evaluate_transformer
 
 L = 9
 
@@ -79,3 +80,20 @@ def test_a_transformers_jacobian_matches_finite_differences(arch):
     both = transformer_jacobian(spec, params, np.stack([seq, other]))
     np.testing.assert_allclose(both, (J + transformer_jacobian(spec, params, other[None])) / 2,
                                atol=1e-12)
+
+
+def test_chunked_and_padded_evaluations_equal_one_block():
+    """Seven sequences in chunks of 3 (the last padded with weight 0) give the losses, map and
+    Jacobian of one block of all seven."""
+    spec = arch_spec("vanilla1", {"model_dim": 8, "mask_token": "channel"}, L, Q)
+    params = init(spec, jax.random.key(5), jnp.float64)
+    seqs = np.random.default_rng(4).integers(0, Q, (7, L))
+    losses, att = evaluate_transformer(spec, params, seqs, chunk=3)
+    whole_losses, whole_att = evaluate_transformer(spec, params, seqs, chunk=7)
+    assert losses.shape == (7,) and att.shape == (L, L)
+    np.testing.assert_allclose(losses, whole_losses, rtol=1e-12)
+    np.testing.assert_allclose(att, whole_att, rtol=1e-12)
+    one, _ = evaluate_transformer(spec, params, seqs[4:5])
+    assert losses[4] == pytest.approx(one[0], rel=1e-12)  # a row's loss is its own
+    np.testing.assert_allclose(transformer_jacobian(spec, params, seqs, chunk=3),
+                               transformer_jacobian(spec, params, seqs, chunk=7), atol=1e-12)

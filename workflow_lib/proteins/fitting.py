@@ -5,9 +5,10 @@ Model names: ``run_names.model_names``. Scores: APC-corrected Frobenius norms of
 the couplings (``contacts.contact_scores``) for the coupling models, the APC-corrected
 symmetrised attention map of the masked token (``contacts.attention_scores``) over
 ``transformer.eval_sequences`` training sequences for the transformers, and beside it their
-categorical-Jacobian scores (``jacobian``) over ``transformer.jacobian_sequences`` of them. Losses are in nats per site, every site masked in turn. The
-transformers train to their stop criterion on the validation sequences
-(``transformer.train_transformer``) and keep the parameters of their lowest validation loss.
+categorical-Jacobian scores (``jacobian``) over ``transformer.jacobian_sequences`` of them.
+Losses are in nats per site, every site masked in turn. The transformers train to their stop
+criterion on the validation sequences (``transformer.train_transformer``) and keep the
+parameters of their lowest validation loss.
 
 A final fit (``fit_final``) fits one model on every sequence, without validation or held-out
 ones: the configuration its split fits chose, a transformer for the steps at which they
@@ -159,7 +160,8 @@ def fit_final(name: str, cfg: dict, data: tuple[np.ndarray, np.ndarray], key: ja
             raise ValueError(f"the final fit of {name} needs its steps, got {steps}")
         cfg = {**cfg, "transformer": {**cfg["transformer"], "steps": int(steps),
                                       "eval_every": int(steps), "window": 1}}
-        rows = evaluation_rows(len(seqs), cfg["transformer"]["eval_sequences"])  # evaluated once, at the end: its loss is reported
+        # evaluated once, at the end: its loss is reported
+        rows = evaluation_rows(len(seqs), cfg["transformer"]["eval_sequences"])
         validation = (seqs[rows], weights[rows])
     res = fit_model(name, cfg, data, validation, seqs[:0], key)
     metrics = dict(res.metrics)

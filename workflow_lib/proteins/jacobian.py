@@ -12,6 +12,7 @@ e2406285121, computed by differentiation of the masked-token logits rather than 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import jax
@@ -21,6 +22,7 @@ from jax import lax
 
 from workflow_lib.mlm.models import ArchSpec, Params, transformer_predict_onehot
 from workflow_lib.proteins import contacts
+from workflow_lib.proteins.batches import padded_chunks
 
 Array = jax.Array
 
@@ -39,27 +41,31 @@ def categorical_jacobian(site_logits: Callable[[Array, Array], Array], onehot: A
     return jnp.transpose(lax.map(one_site, jnp.arange(onehot.shape[0])), (0, 2, 1, 3))
 
 
-def transformer_jacobian(spec: ArchSpec, params: Params, seqs: np.ndarray,
-                         chunk: int = 8) -> np.ndarray:  # fmt: skip
-    """The categorical Jacobian of a transformer's masked-token logits, averaged over the
-    sequences ``seqs: (N, L)`` (integer states), ``chunk`` sequences at a time; shape
-    ``(L, L, Q, Q)``, float64."""
+@functools.partial(jax.jit, static_argnums=0)
+def _weighted_jacobian(spec: ArchSpec, params: Params, block: Array, w: Array) -> Array:
+    """``sum_b w[b] J(block[b])`` over a block ``(B, L)`` of integer sequences, ``w: (B,)``
+    (0 for a padding row); the parameters are arguments, so that one program serves every
+    block, fit and job of a shape."""
     dtype = params["embed"]["w"].dtype
 
     def site_logits(onehot: Array, i: Array) -> Array:
         logits, _ = transformer_predict_onehot(spec, params, onehot[None], i[None])
         return logits[0]
 
-    @jax.jit
-    def summed(block: Array) -> Array:
-        onehot = jax.nn.one_hot(block, spec.C, dtype=dtype)
-        return jnp.sum(jax.vmap(lambda x: categorical_jacobian(site_logits, x))(onehot), axis=0)
+    onehot = jax.nn.one_hot(block, spec.C, dtype=dtype)
+    jac = jax.vmap(lambda x: categorical_jacobian(site_logits, x))(onehot)
+    return jnp.einsum("b,b...->...", w.astype(dtype), jac)
 
-    seqs = np.asarray(seqs)
+
+def transformer_jacobian(spec: ArchSpec, params: Params, seqs: np.ndarray,
+                         chunk: int = 8) -> np.ndarray:  # fmt: skip
+    """The categorical Jacobian of a transformer's masked-token logits, averaged over the
+    sequences ``seqs: (N, L)`` (integer states), ``chunk`` sequences at a time (the last block
+    padded with weight 0); shape ``(L, L, Q, Q)``, float64."""
+    blocks, w = padded_chunks(np.asarray(seqs), np.ones(len(seqs)), chunk)
     total = 0.0
-    for lo in range(0, len(seqs), chunk):
-        total = total + np.asarray(summed(jnp.asarray(seqs[lo:lo + chunk], jnp.int32)),
-                                   np.float64)
+    for block, wb in zip(blocks, w, strict=True):
+        total = total + np.asarray(_weighted_jacobian(spec, params, block, wb), np.float64)
     return total / len(seqs)
 
 

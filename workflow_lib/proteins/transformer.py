@@ -17,6 +17,7 @@ keys derive from the evaluation's index, so a resumed run gives the numbers of o
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ from workflow_lib.mlm.models import (
     predict_all_sites,
 )
 from workflow_lib.proteins.alignment import Q
+from workflow_lib.proteins.batches import padded_chunks
 
 Array = jax.Array
 log = logging.getLogger("workflow_lib.proteins")
@@ -101,17 +103,6 @@ def masked_site_losses(spec: ArchSpec, params: Params, x: Array) -> tuple[Array,
     return -jnp.mean(jnp.take_along_axis(logp, x[..., None], axis=-1)[..., 0], axis=-1), att
 
 
-def _chunks(seqs: np.ndarray, weights: np.ndarray, chunk: int) -> tuple[Array, Array]:
-    """``seqs: (M, L)`` and ``weights: (M,)`` as ``(C, chunk, L)`` and ``(C, chunk)``, the last
-    chunk padded with weight 0."""
-    size = min(chunk, len(seqs))
-    pad = -len(seqs) % size
-    x = np.concatenate([seqs, np.repeat(seqs[:1], pad, axis=0)])
-    w = np.concatenate([weights, np.zeros(pad)])
-    return (jnp.asarray(x.reshape(-1, size, seqs.shape[1]), jnp.int32),
-            jnp.asarray(w.reshape(-1, size), jnp.float32))
-
-
 def train_transformer(arch: str, cfg: dict, train: tuple[np.ndarray, np.ndarray],
                       validation: tuple[np.ndarray, np.ndarray], key: Array) -> Training:
     """Train ``arch`` (``vanilla1`` or ``vanilla3``) on ``train = (seqs (M, L), weights (M,))``
@@ -130,7 +121,7 @@ def train_transformer(arch: str, cfg: dict, train: tuple[np.ndarray, np.ndarray]
         raise ValueError(f"transformer steps {cfg['steps']} below eval_every {every}")
     opt = optax.adam(float(cfg["learning_rate"]))
     data = (jnp.asarray(seqs, jnp.int32), jnp.asarray(weights / np.sum(weights), jnp.float32),
-            *_chunks(*validation, VALIDATION_CHUNK))
+            *padded_chunks(*validation, VALIDATION_CHUNK))
 
     def loss_fn(params: Params, k: Array, seqs: Array, p: Array) -> Array:
         k_rows, k_sites = jax.random.split(k)
@@ -189,20 +180,24 @@ def train_transformer(arch: str, cfg: dict, train: tuple[np.ndarray, np.ndarray]
                     int(steps[np.argmin(val_curve)]), bool(stopped), evaluations * every)
 
 
+@functools.partial(jax.jit, static_argnums=0)
+def _weighted_losses(spec: ArchSpec, params: Params, x: Array, w: Array) -> tuple[Array, Array]:
+    """Every site of each row of ``x: (B, L)`` masked in turn: the rows' losses ``(B,)`` and
+    their attention maps summed with weights ``w: (B,)`` (0 for a padding row), ``(L, L)``; the
+    parameters are arguments, so that one program serves every chunk, fit and job of a shape."""
+    loss, att = jax.vmap(lambda s: masked_site_losses(spec, params, s[None]))(x)
+    return loss[:, 0], jnp.einsum("b,bij->ij", w.astype(att.dtype), att)
+
+
 def evaluate_transformer(spec: ArchSpec, params: Params, seqs: np.ndarray,
                          chunk: int = 256) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
     """Every site of ``seqs: (M, L)`` masked in turn: per-sequence loss ``(M,)`` (nats per site)
     and the attention map ``(L, L)`` averaged over the sequences, in chunks of ``chunk``
-    sequences (bounded memory)."""
-
-    @jax.jit
-    def one(x: Array) -> tuple[Array, Array]:
-        loss, att = masked_site_losses(spec, params, x)
-        return loss, att * x.shape[0]
-
+    sequences (bounded memory; the last padded with weight 0)."""
+    x, w = padded_chunks(seqs, np.ones(len(seqs)), chunk)
     losses, att = [], 0.0
-    for lo in range(0, len(seqs), chunk):
-        loss, a = one(jnp.asarray(seqs[lo:lo + chunk], jnp.int32))
+    for xc, wc in zip(x, w, strict=True):
+        loss, a = _weighted_losses(spec, params, xc, wc)
         losses.append(np.asarray(loss, np.float64))
         att = att + np.asarray(a, np.float64)
-    return np.concatenate(losses), att / len(seqs)
+    return np.concatenate(losses)[:len(seqs)], att / len(seqs)
