@@ -8,11 +8,15 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats
 
+from tests.conftest import ROOT
 from workflow_lib import calibration as k
 from workflow_lib import claims as c
+from workflow_lib.code_digest import module_digest
+from workflow_lib.pages import stored_power_table
 
 REPS = 1000
 SLACK = 3 * math.sqrt(c.ALPHA * (1 - c.ALPHA) / REPS)  # three binomial standard errors
@@ -49,3 +53,18 @@ def test_power_table_has_every_kind_at_every_size():
     assert len(table) == 2 * len(k.KINDS) and table[["size", "power"]].notna().all().all()
     page = k.power_markdown(table)
     assert all(kind.name in page for kind in k.KINDS)
+
+
+def test_the_committed_table_is_the_code_installed_and_recomputes():
+    """docs/calibration.csv, which the docs read (``pages.stored_power_table``), was computed by
+    the code installed (its digest), holds every kind at every n, and a row of it recomputes."""
+    stored = pd.read_csv(ROOT / "docs" / "calibration.csv")
+    assert (stored["code"] == module_digest(k.__name__)).all(), \
+        "docs/calibration.csv is stale: run python -m workflow_lib docs"
+    assert len(stored) == len(k.KINDS) * len(k.SIZES)
+    read = stored_power_table(ROOT / "docs" / "calibration.csv")
+    assert read.equals(stored.drop(columns="code"))
+    kind = k.KINDS[-1]
+    row = stored[(stored["test"] == kind.name) & (stored["n"] == 3)].iloc[0]
+    assert (row["size"], row["power"]) == (k.holds_rate(kind, 3, False),
+                                           k.holds_rate(kind, 3, True))

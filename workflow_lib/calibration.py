@@ -3,7 +3,9 @@
 ``claims.ALPHA``) and with an effect of stated size (its power), at n = 3, 8 and 30 units.
 
 Each kind draws ``reps`` tables of ``n`` units from a fixed seed, so the table is the same on
-every run; ``python -m workflow_lib docs`` writes it into ``docs/pipeline.md``. The kinds after
+every run; ``python -m workflow_lib docs`` writes it into ``docs/pipeline.md`` from
+``docs/calibration.csv`` (``pages.stored_power_table``: the table with the digest of the code
+that computed it, computed again when that code changes). The kinds after
 the generic ones are the attention-paths rows' forms at the effects the committed quick snapshot
 shows (``docs/results/quick/*-claims.csv``), in units of the row's margin.
 """

@@ -158,6 +158,12 @@ def stage_files(target: str, root: Path = ROOT) -> list[Path]:
     return sorted(_closure(modules, root) | {path, main})
 
 
+def module_digest(module: str, root: Path = ROOT) -> str:
+    """The digest of package module ``module`` and every package file it imports (transitively):
+    changes when, and only when, one of them does."""
+    return files_digest(sorted(_closure({module}, root)), root)
+
+
 def files_digest(files: list[Path], root: Path = ROOT) -> str:
     """Short sha256 of the files' package-relative names and bytes."""
     h = hashlib.sha256()
