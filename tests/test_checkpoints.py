@@ -23,6 +23,7 @@ from tests.test_proteins_models import TRANSFORMER, _copied_site
 from workflow_lib import checkpoints
 from workflow_lib.attention import icl
 from workflow_lib.mlm import lbfgs
+from workflow_lib.potts import gibbs
 from workflow_lib.proteins.transformer import train_transformer
 from workflow_lib.registry import Job
 from workflow_lib.studies.omniglot import data, training
@@ -30,6 +31,7 @@ from workflow_lib.studies.omniglot import data, training
 SWEEP = "workflow_lib.studies.potts_paper.stages_fits:sample_complexity"
 OMNIGLOT = "workflow_lib.studies.omniglot.stages:omniglot_train"
 PROTEINS = "workflow_lib.studies.proteins.stages:protein_fit"
+SAMPLE = "workflow_lib.studies.potts_paper.stages_data:sample"
 LOGGER = "workflow_lib.checkpoints"
 
 
@@ -311,3 +313,32 @@ def test_mlm_training_stopped_at_every_chunk_gives_the_same_run(tmp_path, sigter
         assert whole.metrics[name] == parts.metrics[name]
     if arch == "vanilla1":
         assert whole.metrics["stop_epoch"] == parts.metrics["stop_epoch"]
+
+
+@pytest.mark.slow
+def test_single_chains_stopped_at_every_block_give_the_same_samples(tmp_path, caplog, sigterms,
+                                                                    tiny_model):
+    """Two calls of the paper's protocol (two production rounds of a sample job; the shapes of
+    ``test_gibbs``' block-invariance test), 4 blocks each, stopped by SIGTERM at every block in
+    turn and resumed: the saved configurations and burn-in traces of chains never stopped, to the
+    bit; a finished call is taken from the checkpoint, not run again."""
+    J, U = tiny_model
+    keys = jax.random.split(jax.random.key(5), 2)
+    args = (keys, jnp.stack([J, 2 * J]), jnp.stack([U, U]))
+
+    def rounds():
+        return [gibbs.single_chain(*args, jnp.array([0.7, 0.7]) + d, n_save=30, burn_in=10,
+                                   sweeps_between=4, blocks=4) for d in (0.0, 0.1)]
+
+    whole = rounds()
+    with caplog.at_level(logging.INFO):
+        parts, tries = stopped_at_every_boundary(rounds, job(tmp_path), SAMPLE)
+    assert tries == 2 * (4 + 1) + 1  # 4 blocks and the finished call, per call
+    for (saved, trace), (saved_p, trace_p) in zip(whole, parts, strict=True):
+        assert saved.shape == (2, 30, 4) and trace.shape == (2, 10)
+        np.testing.assert_array_equal(saved, saved_p)
+        np.testing.assert_array_equal(trace, trace_p)
+    assert not np.array_equal(whole[0][0], whole[1][0])  # the two calls differ
+    lines = [r.getMessage() for r in caplog.records]
+    assert "single chain: resumed at block 2 of 4" in lines
+    assert any("resumed at step 3 of 4 of single chain 1" in line for line in lines)

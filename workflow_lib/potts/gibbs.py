@@ -38,6 +38,7 @@ import numpy as np
 from jax import lax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
+from workflow_lib import checkpoints
 from workflow_lib.potts.model import energy
 
 Array = jax.Array
@@ -310,12 +311,17 @@ def _per_chain(keys: Array, J: Array, U: Array, beta: Array) -> tuple[tuple, Cal
     return (bJ, Urows, offset), uniforms
 
 
+def _single_keys(key: Array) -> tuple[Array, Array]:
+    """Chain r's ``(k_init, k_run) = split(key[r])``, each ``(R,)``."""
+    keys = jax.vmap(jax.random.split)(key)
+    return keys[:, 0], keys[:, 1]
+
+
 @partial(kernel_jit, static_argnames="n_sweeps")
 def _single_burn(key, J, U, beta, *, n_sweeps: int):
     """Random starts and burn-in: ``(run keys (R,), state (R, L), energy trace (R, n_sweeps))``."""
     L, C = J.shape[1], U.shape[1]
-    keys = jax.vmap(jax.random.split)(key)
-    k_init, k_run = keys[:, 0], keys[:, 1]
+    k_init, k_run = _single_keys(key)
     state = jax.vmap(lambda k: jax.random.randint(k, (L,), 0, C, jnp.int32))(k_init)
     model, uniforms = _per_chain(k_run, J, U, beta)
     Jf, Uf = J.astype(F32), U.astype(F32)
@@ -350,20 +356,45 @@ def single_chain(
     ``k_init, k_run = split(key[r])``, start ``randint(k_init, (L,), 0, C)``, uniforms of sweep
     t ``uniform(fold_in(k_run, t), (L,))``, sweeps by ``sweep_chains``' kernel.
     Returns ``(saved: (R, n_save, L) int32, burn_in_energy: (R, burn_in) float32)``.
+
+    In a job with checkpoints (``workflow_lib.checkpoints``) the call is a part named ``single
+    chain n``: each block is a boundary (the chains' state, the configurations saved so far and
+    the burn-in trace), and a finished call's result is kept, so a resumed job runs on from the
+    block where it stopped, and skips the calls it had finished, to the same numbers.
     """
     R, L = J.shape[0], J.shape[1]
-    k_run, s, burn_trace = _single_burn(key, J, U, beta, n_sweeps=burn_in)
-    saved, t0, start = [], burn_in, time.perf_counter()
+    ck = checkpoints.current()
+    name = ck.unit("single chain")
+    saved = np.zeros((R, n_save, L), np.int32)
+    burn_trace = np.zeros((R, burn_in), np.float32)
+    done = ck.result(name, (saved, burn_trace))
+    if done is not None:
+        return done
     sizes = block_sizes(n_save, blocks)
-    for b, size in enumerate(sizes):
+    found = ck.resume(name, (saved[:, 0], saved, burn_trace))
+    if found is None:
+        first, (k_run, s, trace) = 0, _single_burn(key, J, U, beta, n_sweeps=burn_in)
+        burn_trace = np.asarray(trace)
+    else:
+        first, (s, saved, burn_trace) = found
+        k_run, s = _single_keys(key)[1], jnp.asarray(s)
+        log.info("single chain: resumed at block %d of %d", first, len(sizes))
+    start = time.perf_counter()
+    for b in range(first, len(sizes)):
+        n0 = sum(sizes[:b])
+        t0 = burn_in + n0 * sweeps_between
         s, block = _single_save(
-            k_run, J, U, beta, s, t0, n_save=size, sweeps_between=sweeps_between
+            k_run, J, U, beta, s, t0, n_save=sizes[b], sweeps_between=sweeps_between
         )
-        saved.append(np.asarray(block))
-        t0 += size * sweeps_between
+        saved[:, n0:n0 + sizes[b]] = np.asarray(block)
+        ck.boundary(name, b + 1, len(sizes), (np.asarray(s), saved, burn_trace))
         if blocks > 1:
-            log_block_progress("single chain", b + 1, len(sizes), R * L * (t0 - burn_in), start)
-    return np.concatenate(saved, axis=1), np.asarray(burn_trace)
+            # rate and ETA over the blocks this call has run
+            log_block_progress("single chain", b + 1 - first, len(sizes) - first,
+                               R * L * (n0 + sizes[b] - sum(sizes[:first])) * sweeps_between,
+                               start)
+    ck.finish(name, (saved, burn_trace))
+    return saved, burn_trace
 
 
 def block_sizes(total: int, blocks: int) -> list[int]:

@@ -7,6 +7,7 @@ import logging
 import numpy as np
 
 from workflow_lib.artefacts import read_artefact, write_artefact
+from workflow_lib.checkpoints import resumable
 from workflow_lib.keys import stage_key
 from workflow_lib.potts import model
 from workflow_lib.potts.artefact import POTTS_SAMPLES
@@ -31,9 +32,11 @@ def couplings(job: Job) -> None:
     )
 
 
+@resumable
 def sample(job: Job) -> None:
     """Sample train and test sequences (at a tuned beta, verified on the data set, unless beta is
-    given) and store them with their diagnostics.
+    given) and store them with their diagnostics, resuming from the job's checkpoint
+    (``workflow_lib.checkpoints``: the single chains' blocks and finished calls).
 
     Datasets: ``train: (n_train, L) uint8``, ``test: (n_test, L) uint8``, ``J``, ``U``,
     ``saved_energy: (n_train + n_test,)``, ``energy_acf``, ``burn_in_energy: (burn_in,
