@@ -379,20 +379,19 @@ def single_chain(
         first, (s, saved, burn_trace) = found
         k_run, s = _single_keys(key)[1], jnp.asarray(s)
         log.info("single chain: resumed at block %d of %d", first, len(sizes))
+    ends = np.cumsum([0, *sizes])  # block b saves configurations ends[b] to ends[b + 1] - 1
     start = time.perf_counter()
     for b in range(first, len(sizes)):
-        n0 = sum(sizes[:b])
-        t0 = burn_in + n0 * sweeps_between
+        t0 = burn_in + int(ends[b]) * sweeps_between
         s, block = _single_save(
             k_run, J, U, beta, s, t0, n_save=sizes[b], sweeps_between=sweeps_between
         )
-        saved[:, n0:n0 + sizes[b]] = np.asarray(block)
+        saved[:, ends[b]:ends[b + 1]] = np.asarray(block)
         ck.boundary(name, b + 1, len(sizes), (np.asarray(s), saved, burn_trace))
         if blocks > 1:
             # rate and ETA over the blocks this call has run
             log_block_progress("single chain", b + 1 - first, len(sizes) - first,
-                               R * L * (n0 + sizes[b] - sum(sizes[:first])) * sweeps_between,
-                               start)
+                               R * L * int(ends[b + 1] - ends[first]) * sweeps_between, start)
     ck.finish(name, (saved, burn_trace))
     return saved, burn_trace
 
