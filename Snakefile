@@ -9,6 +9,8 @@
 The rules live in rules/, one file per study, and read each study's registry
 (workflow_lib/studies/<study>/registry.py); rules/common.smk validates the config and holds the
 helpers they share, among them the rules that end every study (its tables, claims and figures).
+Every study found under workflow_lib/studies/ (workflow_lib.core.studies) has its rules file
+included, in the studies' order: a new study is its folder and its rules file.
 """
 
 
@@ -16,14 +18,14 @@ configfile: "config.yaml"
 
 
 include: "rules/common.smk"
-include: "rules/potts_paper.smk"
-include: "rules/attention_hmm.smk"
-include: "rules/omniglot.smk"
-include: "rules/proteins.smk"
+
+
+for name in STUDY:
+    include: f"rules/{name}.smk"
 
 
 # A shard (config key shard) builds the tables of the studies it runs and the manifest, not the
-# claims, figures or report: those need every realisation (workflow_lib.shards)
+# claims, figures or report: those need every realisation (workflow_lib.core.realisations)
 SHARD = CFG["shard"] is not None
 if SHARD:
     TARGETS = {name: list(table_files(name, STUDY[name].tables).values())
@@ -60,7 +62,7 @@ rule report_page:
 
 
 rule manifest:
-    """What the run is: its shard, config, realisations and code (workflow_lib.run_manifest)."""
+    """What the run is: its shard, config, realisations and code (workflow_lib.shards.manifest)."""
     input:
         [table_files(name, STUDY[name].tables).values() for name in RUN_STUDIES],
     output:

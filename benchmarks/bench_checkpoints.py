@@ -1,5 +1,6 @@
-"""What checkpoints cost (``workflow_lib.checkpoints``): each job kind with a checkpointed loop run
-with checkpoints off and on, in one run, and the time one write of a state of a given size takes.
+"""What checkpoints cost (``workflow_lib.runtime.checkpoints``): each job kind with a checkpointed
+loop run with checkpoints off and on, in one run, and the time one write of a state of a given size
+takes.
 
 Run: ``python benchmarks/bench_checkpoints.py [--configfile FILE ...] [--kinds ...] [--threads T]
 [--write-mb 10 100 1000] [--csv PATH]``. The jobs run in this process, their inputs made first by
@@ -54,12 +55,12 @@ def main() -> None:
     parser.add_argument("--csv", type=Path, default=default_csv(__file__))
     args = parser.parse_args()
 
-    from workflow_lib.jax_setup import configure_jax
+    from workflow_lib.runtime.jax_setup import configure_jax
 
     configure_jax(args.threads, "cpu", "bench_checkpoints")
     import yaml
 
-    from workflow_lib.config import load_config, merge, schema_default
+    from workflow_lib.core.config import load_config, merge, schema_default
 
     cfg = TINY
     for path in args.configfile:
@@ -100,7 +101,7 @@ def write_seconds(mb: float, path: Path) -> tuple[float, int]:
     file's bytes."""
     import numpy as np
 
-    from workflow_lib.checkpoints import Session
+    from workflow_lib.runtime.checkpoints import Session
 
     ck = Session(path, 0.0, {})
     state = np.random.default_rng(0).standard_normal(int(mb * 1e6 / 8))
@@ -122,8 +123,9 @@ class Inputs:
               checkpoint: dict | None = None):
         """Run ``rule`` of ``study``; with a ``checkpoint`` (``checkpoints.job_spec``'s form),
         a checkpointed stage inside its own session, which is returned."""
-        from workflow_lib import checkpoints
-        from workflow_lib.registry import Job, resolve, studies
+        from workflow_lib.core.registry import Job, resolve
+        from workflow_lib.core.studies import studies
+        from workflow_lib.runtime import checkpoints
 
         entry = {s.name: s for s in studies()}[study].rule(rule)
         job = Job(input=inputs, output=outputs, params=entry.params(self.cfg, wildcards),

@@ -33,7 +33,7 @@ import numpy as np
 from record import Recorder, default_csv
 
 import workflow_lib  # noqa: F401  (float64 on)
-from workflow_lib.config import read_config_files
+from workflow_lib.core.config import read_config_files
 from workflow_lib.mlm.architectures import (
     interpolation_runs,
     parse_arch,

@@ -21,7 +21,7 @@ import time
 from record import Recorder, default_csv
 
 MODULES = ("ml_dtypes", "numpy", "jax", "workflow_lib.studies.potts_paper.stages_fits",
-           "workflow_lib.studies.proteins.stages", "workflow_lib.figures")
+           "workflow_lib.studies.proteins.stages", "workflow_lib.pages.figure")
 COLUMNS = ("module", "version", "repeats", "median_s", "min_s", "ratio")
 
 

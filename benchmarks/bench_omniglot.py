@@ -24,9 +24,9 @@ import jax
 from record import Recorder, default_csv
 
 from workflow_lib.attention import icl
-from workflow_lib.config import read_config_files
-from workflow_lib.jax_setup import configure_jax
-from workflow_lib.registry import Job, resolve
+from workflow_lib.core.config import read_config_files
+from workflow_lib.core.registry import Job, resolve
+from workflow_lib.runtime.jax_setup import configure_jax
 from workflow_lib.studies.omniglot import artefacts, training
 from workflow_lib.studies.omniglot.registry import STUDY
 

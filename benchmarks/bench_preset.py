@@ -7,7 +7,7 @@ Run the preset's study for one realisation (or a few), one thread per job, then 
 
 with ``my_r1.yaml`` setting ``realisations: 1``, ``results: results/paper_r1`` and
 ``compute: {threads: 1}``. Every job's wall time is the one Snakemake's ``benchmark:`` measured
-for it in the run (``workflow_lib.pages.job_costs``); the projection covers the jobs the run
+for it in the run (``workflow_lib.pages.results.job_costs``); the projection covers the jobs the run
 holds. A kind of job (its path with the realisation or chunk as ``r*``: ``train/factored/r*``)
 costs its run's wall time per realisation it covered times the preset's ``realisations``; a
 kind without a realisation (the replica theory, the tables, the figures) costs what it cost
@@ -15,7 +15,7 @@ once. The jobs are projected as they ran: one thread each, with the run's realis
 training job. The ``projection`` row sums the job time and spreads it over 2 and 8 such jobs
 at a time: a lower bound on the wall time, which also waits on the jobs' dependencies (never
 below the longest job). Each kind's row also holds its jobs' CPU time (``run_cpu_seconds``,
-each job's own measurement, ``workflow_lib.pages.job_costs``): with one thread per job, the
+each job's own measurement, ``workflow_lib.pages.results.job_costs``): with one thread per job, the
 time a core spent on them, which jobs sharing a core with other work do not inflate as they do
 the wall time. Rows hold the run's backend and device, read from its artefacts.
 """
@@ -28,9 +28,9 @@ from pathlib import Path
 import h5py
 from record import Recorder, default_csv
 
-from workflow_lib.config import read_config_files
-from workflow_lib.pages import cost_by_kind, job_costs
-from workflow_lib.registry import STUDY_NAMES, studies
+from workflow_lib.core.config import read_config_files
+from workflow_lib.core.studies import names, studies
+from workflow_lib.pages.results import cost_by_kind, job_costs
 
 REPO = Path(__file__).resolve().parents[1]
 COLUMNS = ("table", "study", "preset", "kind", "run_jobs", "run_realisations", "run_seconds",
@@ -52,7 +52,7 @@ def main() -> None:
     parser.add_argument("results", type=Path, help="the results folder of the run")
     parser.add_argument("--preset", type=Path, default=REPO / "config" / "paper.yaml",
                         help="the preset projected (merged over config.yaml)")
-    parser.add_argument("--study", default="potts_paper", choices=STUDY_NAMES,
+    parser.add_argument("--study", default="potts_paper", choices=names(),
                         help="the study whose jobs are read")
     parser.add_argument("--csv", type=Path, default=default_csv(__file__),
                         help="CSV file the rows are appended to")  # fmt: skip

@@ -59,7 +59,7 @@ import jax
 import numpy as np
 from record import Recorder, default_csv
 
-from workflow_lib.config import load_config
+from workflow_lib.core.config import load_config
 from workflow_lib.proteins import models, transformer
 from workflow_lib.proteins.alignment import filter_gaps, read_alignment
 from workflow_lib.proteins.fitting import fit_model

@@ -10,7 +10,7 @@ and ``warm``, into a second results folder with the cache the cold run filled. T
 imported from the clone (``PYTHONPATH``), its dependencies from this interpreter's environment.
 Each row: the CPUs this process may run on (``cpus_usable``: ``taskset -c 0`` gives one), the
 wall time of the snakemake command, the jobs, their summed wall time and CPU time
-(``workflow_lib.pages.job_costs``: Snakemake's ``benchmark:`` and each job's own CPU
+(``workflow_lib.pages.results.job_costs``: Snakemake's ``benchmark:`` and each job's own CPU
 measurement; a commit whose jobs do not measure it gives Snakemake's sampled CPU time, which
 misses up to 30 s of each job), the longest job, and on the cold row the share of the
 job time that the warm run did not spend (``compile_share``: compiling programs, which the warm
@@ -29,7 +29,7 @@ from pathlib import Path
 
 from record import Recorder, default_csv
 
-from workflow_lib.pages import job_costs
+from workflow_lib.pages.results import job_costs
 
 REPO = Path(__file__).resolve().parents[1]
 COLUMNS = ("tested_commit", "phase", "cores", "cpus_usable", "wall_s", "jobs", "job_s", "job_cpu_s",

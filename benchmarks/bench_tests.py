@@ -11,7 +11,7 @@ this process may run on (``cpus_usable``), the command's wall time, its CPU time
 process it started (``cpu_s``: user and system time of the children), and the counts of pytest's
 summary line. A run whose tests fail records no row. Rows go to
 ``benchmarks/results/bench_tests.csv``; the README's first screen reads them
-(``workflow_lib.landing``).
+(``workflow_lib.pages.landing``).
 """
 
 from __future__ import annotations

@@ -39,7 +39,7 @@ from jax import lax
 from record import Recorder, default_csv
 
 import workflow_lib  # noqa: F401  (float64 on)
-from workflow_lib.config import schema_default
+from workflow_lib.core.config import schema_default
 from workflow_lib.mlm.compiled import CompiledRuns
 from workflow_lib.mlm.models import ARCHS, arch_spec, init
 from workflow_lib.mlm.objective import mlm_loss

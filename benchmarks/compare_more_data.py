@@ -32,8 +32,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from workflow_lib.artefacts import atomic_path, read_artefact
-from workflow_lib.config import load_config, read_config_file
+from workflow_lib.core.artefacts import atomic_path, read_artefact
+from workflow_lib.core.config import load_config, read_config_file
 from workflow_lib.mlm.plm import fit_plm, plm_config
 from workflow_lib.mlm.train import train_mlm
 from workflow_lib.potts import gibbs

@@ -36,7 +36,7 @@ import numpy as np
 
 from workflow_lib.mlm.plm import coupling_logits, fit_plm
 from workflow_lib.potts.artefact import load_samples
-from workflow_lib.sequences import in_training_set
+from workflow_lib.potts.sequences import in_training_set
 
 # pydca's residue letters for the states 0..20 of its protein alphabet (the gap last, as in
 # ``workflow_lib.proteins.alignment.ALPHABET``).

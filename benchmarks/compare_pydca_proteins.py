@@ -77,8 +77,8 @@ import scipy.stats
 from compare_plmdca import fit_pydca
 from record import Recorder, default_csv
 
-from workflow_lib.config import load_config
-from workflow_lib.keys import stage_key
+from workflow_lib.core.config import load_config
+from workflow_lib.core.keys import stage_key
 from workflow_lib.mlm.plm import coupling_logits
 from workflow_lib.proteins import contacts, models
 from workflow_lib.proteins.alignment import (

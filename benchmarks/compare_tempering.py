@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from workflow_lib.artefacts import read_artefact
+from workflow_lib.core.artefacts import read_artefact
 from workflow_lib.potts import diagnostics, gibbs, model, tempering
 
 

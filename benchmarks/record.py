@@ -7,7 +7,7 @@ The columns are the benchmark's own, then ``command`` (the command line of the r
 columns ``HOST_COLUMNS``, read once per run so that every row of a run shares its ``date`` and
 ``commit``. A file written with other columns is rewritten with the union of both (old rows keep
 their cells, new columns stay empty for them). ``docs/performance.md`` shows the latest run of
-each file (``workflow_lib.performance``).
+each file (``workflow_lib.pages.performance``).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from workflow_lib import host
+from workflow_lib.core import host
 
 RESULTS = Path(__file__).resolve().parent / "results"
 HOST_COLUMNS = ("host_cpu", "cpus", "backend", "device", "jax_version", "commit", "date")
@@ -53,7 +53,7 @@ def host_columns() -> dict[str, str]:
     try:
         import jax
 
-        from workflow_lib.backend import describe
+        from workflow_lib.core.backend import describe
 
         found = describe()
         jax_columns = {"backend": found["jax_backend"], "device": found["jax_device"],

@@ -24,22 +24,15 @@ import sys
 
 from snakemake.exceptions import WorkflowError
 
-from workflow_lib.checkpoints import job_spec
-from workflow_lib.code_digest import stage_digest
-from workflow_lib.config import ConfigError, digest, load_config
-from workflow_lib.job_environment import job_environment
-from workflow_lib.registry import (
-    CLAIMS_STAGE,
-    FIGURE_STAGE,
-    chunk_label,
-    chunk_rule,
-    chunks,
-    owner,
-    stage_code,
-    studies,
-)
-from workflow_lib.registry import rules as registered_rules
-from workflow_lib.shards import MANIFEST as MANIFEST_FILE, realisations
+from workflow_lib.runtime.checkpoints import job_spec
+from workflow_lib.core.code_digest import stage_digest
+from workflow_lib.core.errors import ConfigError
+from workflow_lib.core.config import digest, load_config
+from workflow_lib.runtime.job_environment import job_environment
+from workflow_lib.core.registry import CLAIMS_STAGE, FIGURE_STAGE, chunk_label, chunk_rule, chunks
+from workflow_lib.core.studies import owner, stage_code, studies
+from workflow_lib.core.studies import rules as registered_rules
+from workflow_lib.core.realisations import MANIFEST as MANIFEST_FILE, realisations
 
 try:
     CFG = load_config(config)
@@ -52,9 +45,7 @@ LOGS = f"{RESULTS}/logs"
 BENCHMARKS = f"{RESULTS}/benchmarks"
 THREADS = CFG["compute"]["threads"]
 REGISTRY = registered_rules()
-STUDY = {each.name: each for each in studies()}
-# The Potts paper's realisations in this run: every one, or those of its shard (config key shard)
-REALISATIONS = realisations(CFG, STUDY["potts_paper"])
+STUDY = {each.name: each for each in studies()}  # every study found, in order
 CAPTION = os.path.join(workflow.basedir, "report", "caption.rst")  # renders params.caption
 TARGETS = {}  # study -> what it adds to the default target (its rules file sets it)
 # The software every job runs in with `--sdm conda`: the package's dependencies (the package
@@ -66,7 +57,7 @@ ENV = os.path.join(workflow.basedir, "envs", "workflow_lib.yaml")
 # status. Snakemake records the command as the rule's code, so it names no path of this
 # environment or checkout (a copied results folder stays valid elsewhere): ``python`` is found on
 # PATH and imports this checkout's package from PYTHONPATH, both set here for every job
-# (workflow_lib.job_environment; jobs inherit them, SLURM jobs too).
+# (workflow_lib.runtime.job_environment; jobs inherit them, SLURM jobs too).
 STAGE = ("python -m workflow_lib stage {params.stage} --job {params.job:q} > {log} 2>&1"
          " || {{ status=$?; tail -n 1 {log} >&2; exit $status; }}")
 os.environ.update(job_environment(workflow.basedir, sys.executable, os.environ))
@@ -76,7 +67,7 @@ def stage_params(name, parts=None, **fixed):
     """The params of the registered ``name`` (a dict), its wildcards completed by ``fixed`` (the
     ``realisations`` of a training chunk's rule): ``stage`` (the stage it runs), ``job`` (the
     ``--job`` JSON: input/output paths, config slice, threads, device, checkpoint file
-    (``workflow_lib.checkpoints.job_spec``); for a ``per_realisation`` rule,
+    (``workflow_lib.runtime.checkpoints.job_spec``); for a ``per_realisation`` rule,
     a list of them, one per part of its job, ``parts``: the wildcards each completes, its files
     those named ``<key>_<i>`` for part ``i``), ``code`` (the digest of the package files its
     stage function imports, transitively, and for a figure job those of its panel's draw

@@ -8,9 +8,10 @@ from workflow_lib.mlm.architectures import (
     transformer_layers,
     wildcard_pattern,
 )
-from workflow_lib.registry import chunk_label, chunk_rule, chunks
+from workflow_lib.core.registry import chunk_label, chunk_rule, chunks
 
 POTTS = STUDY["potts_paper"]
+REALISATIONS = realisations(CFG, POTTS)  # every one, or those of the run's shard
 ARCHS = CFG["training"]["architectures"] + interpolation_runs(CFG["training"])
 TARGETS["potts_paper"] = [*figures("potts_paper"), f"{RESULTS}/{POTTS.claims}"]
 # Among the jobs ready to run, Snakemake starts those of higher priority first: the run's critical

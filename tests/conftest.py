@@ -6,14 +6,14 @@ import os
 from pathlib import Path
 
 # One XLA and one BLAS thread per test process and the jobs' compiler flags, as the workflow's
-# single-thread jobs (``workflow_lib.jax_setup``): the suite runs on parallel workers, and LAPACK's
-# spinning threads (Cholesky in the NUTS tests) slow a test several-fold when the cores are busy.
-# BLAS reads its variables when NumPy loads, XLA its flags when JAX starts its backend.
+# single-thread jobs (``workflow_lib.runtime.jax_setup``): the suite runs on parallel workers, and
+# LAPACK's spinning threads (Cholesky in the NUTS tests) slow a test several-fold when the cores are
+# busy. BLAS reads its variables when NumPy loads, XLA its flags when JAX starts its backend.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
 
-from workflow_lib.jax_setup import (  # noqa: E402
+from workflow_lib.runtime.jax_setup import (  # noqa: E402
     JOB_XLA_FLAGS,
     SINGLE_THREAD_XLA_FLAGS,
     use_compilation_cache,

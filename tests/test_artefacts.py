@@ -4,7 +4,7 @@ import h5py
 import numpy as np
 import pytest
 
-from workflow_lib.artefacts import ArtefactError, describe, read_artefact, write_artefact
+from workflow_lib.core.artefacts import ArtefactError, describe, read_artefact, write_artefact
 
 
 def write_example(path):

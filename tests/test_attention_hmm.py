@@ -15,9 +15,9 @@ import scipy.optimize
 import yaml
 
 import workflow_lib  # noqa: F401  (float64)
-from workflow_lib.artefacts import read_artefact
 from workflow_lib.attention import designs, model, sampling, tasks, theory
-from workflow_lib.config import load_config
+from workflow_lib.core.artefacts import read_artefact
+from workflow_lib.core.config import load_config
 from workflow_lib.studies.attention_hmm.artefacts import PATHS_SAMPLES, PATHS_THEORY
 from workflow_lib.studies.attention_hmm.registry import STUDY as HMM
 

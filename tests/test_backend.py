@@ -16,8 +16,8 @@ from packaging.requirements import Requirement
 
 from tests.conftest import ROOT
 from tests.workflow_runs import TINY, write_config
-from workflow_lib.artefacts import read_artefact
-from workflow_lib.backend import CUDA_INSTALL
+from workflow_lib.core.artefacts import read_artefact
+from workflow_lib.core.backend import CUDA_INSTALL
 from workflow_lib.studies.potts_paper.artefacts import POTTS_COUPLINGS
 
 needs_no_gpu = pytest.mark.skipif(jax.default_backend() == "gpu", reason="JAX sees a GPU here")
@@ -115,7 +115,7 @@ def test_select_restricts_platforms_and_lets_gpu_jobs_share_a_device(device, pre
     env = {k: v for k, v in os.environ.items() if k != "XLA_PYTHON_CLIENT_PREALLOCATE"}
     if preset is not None:
         env["XLA_PYTHON_CLIENT_PREALLOCATE"] = preset
-    code = ("import json, os, jax; from workflow_lib.backend import select; "
+    code = ("import json, os, jax; from workflow_lib.core.backend import select; "
             f"select({device!r}); print(json.dumps([jax.config.jax_platforms, "
             "os.environ.get('XLA_PYTHON_CLIENT_PREALLOCATE')]))")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,

@@ -13,10 +13,10 @@ import pytest
 from scipy import stats
 
 from tests.conftest import ROOT
-from workflow_lib import calibration as k
-from workflow_lib import claims as c
-from workflow_lib.code_digest import module_digest
-from workflow_lib.pages import stored_power_table
+from workflow_lib.claims import calibration as k
+from workflow_lib.claims import statistics as c
+from workflow_lib.core.code_digest import module_digest
+from workflow_lib.pages.results import stored_power_table
 
 REPS = 1000
 SLACK = 3 * math.sqrt(c.ALPHA * (1 - c.ALPHA) / REPS)  # three binomial standard errors

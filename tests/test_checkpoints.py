@@ -1,8 +1,8 @@
-"""Checkpoints of long loops (``workflow_lib.checkpoints``): a loop stopped by a real SIGTERM at
-any boundary resumes to the numbers of a run never stopped; a checkpoint of another config,
-code or processor is not used, nor an unreadable one, each said in one line; ``checkpoints:
-false`` discards a job's checkpoint. The workflow-level tests (a job killed by SIGTERM and
-SIGKILL, resumed by Snakemake) are in ``tests/test_resume.py``."""
+"""Checkpoints of long loops (``workflow_lib.runtime.checkpoints``): a loop stopped by a real
+SIGTERM at any boundary resumes to the numbers of a run never stopped; a checkpoint of another
+config, code or processor is not used, nor an unreadable one, each said in one line; ``checkpoints:
+false`` discards a job's checkpoint. The workflow-level tests (a job killed by SIGTERM and SIGKILL,
+resumed by Snakemake) are in ``tests/test_resume.py``."""
 
 from __future__ import annotations
 
@@ -20,19 +20,19 @@ import pytest
 
 from tests.test_lbfgs import rosenbrock
 from tests.test_proteins_models import TRANSFORMER, _copied_site
-from workflow_lib import checkpoints
 from workflow_lib.attention import icl
+from workflow_lib.core.registry import Job
 from workflow_lib.mlm import lbfgs
 from workflow_lib.potts import gibbs
 from workflow_lib.proteins.transformer import train_transformer
-from workflow_lib.registry import Job
+from workflow_lib.runtime import checkpoints
 from workflow_lib.studies.omniglot import data, training
 
 SWEEP = "workflow_lib.studies.potts_paper.stages_fits:sample_complexity"
 OMNIGLOT = "workflow_lib.studies.omniglot.stages:omniglot_train"
 PROTEINS = "workflow_lib.studies.proteins.stages:protein_fit"
 SAMPLE = "workflow_lib.studies.potts_paper.stages_data:sample"
-LOGGER = "workflow_lib.checkpoints"
+LOGGER = "workflow_lib.runtime.checkpoints"
 
 
 def job(tmp_path: Path, params: dict | None = None, enabled: bool = True) -> Job:

@@ -9,8 +9,8 @@ import pytest
 from scipy import stats
 
 from tests.conftest import ROOT
-from workflow_lib import claims as c
-from workflow_lib.config import read_config_files
+from workflow_lib.claims import statistics as c
+from workflow_lib.core.config import read_config_files
 from workflow_lib.mlm.architectures import training_config
 from workflow_lib.studies.potts_paper.claims import map_correlations, potts_claims
 from workflow_lib.studies.potts_paper.tables import capacity_edge
@@ -371,8 +371,8 @@ def test_the_polish_checks_appear_only_where_a_polish_ran():
 
 
 def test_the_criteria_page_lists_every_criterion_of_every_study():
-    from workflow_lib.criteria_page import criteria_page, study_criteria
-    from workflow_lib.registry import studies
+    from workflow_lib.core.studies import studies
+    from workflow_lib.pages.criteria import criteria_page, study_criteria
 
     page = criteria_page()
     for study in studies():
@@ -403,8 +403,8 @@ def test_a_verdict_that_a_worst_case_of_the_failed_realisations_would_turn_is_no
     """A merged run whose started realisations include failed ones: a claim whose verdict would
     change were the failed ones a copy of the worst realisation with tables reads not resolved,
     gated by run.started; a claim that survives every such copy keeps its verdict."""
-    from workflow_lib.registry import studies
-    from workflow_lib.study_claims import claims_table
+    from workflow_lib.claims.study import claims_table
+    from workflow_lib.core.studies import studies
 
     study = {s.name: s for s in studies()}["potts_paper"]
     tables = _potts_tables([0.001, 0.002, 0.0015])

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from workflow_lib import claims as c
+from workflow_lib.claims import statistics as c
 from workflow_lib.studies.attention_hmm import claims as hmm
 from workflow_lib.studies.attention_hmm.claims import distance_from_identity, hmm_claims
 

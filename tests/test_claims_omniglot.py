@@ -12,13 +12,12 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from workflow_lib import claims as c
+from workflow_lib.claims import statistics as c
 from workflow_lib.studies.omniglot import claims as omniglot
 from workflow_lib.studies.omniglot.claims import (
     binomial_above,
     mantel,
     omniglot_claims,
-    paired_equivalent,
     rank_correlation_above,
 )
 
@@ -186,11 +185,11 @@ def test_mantel_relabelling_keeps_the_diagonal():
 def test_paired_equivalent_is_tost_on_the_differences():
     rng = np.random.default_rng(5)
     a, b = rng.random(40) < 0.7, rng.random(40) < 0.7
-    mine, reference = paired_equivalent(a, b, 0.3), c.equivalent(a.astype(float) - b, 0.3)
+    mine, reference = c.paired_equivalent(a, b, 0.3), c.equivalent(a.astype(float) - b, 0.3)
     assert mine.p == pytest.approx(reference.p) and mine.value == pytest.approx(reference.value)
     assert mine.verdict == reference.verdict
     d = a.astype(float) - b
     sem = d.std(ddof=1) / np.sqrt(len(d))
     t_low, t_high = (d.mean() + 0.3) / sem, (d.mean() - 0.3) / sem
     assert mine.p == max(stats.t.sf(t_low, 39), stats.t.cdf(t_high, 39))  # scipy's t, exactly
-    assert paired_equivalent(a, a, 0.02).verdict == c.HOLDS  # identical on every episode
+    assert c.paired_equivalent(a, a, 0.02).verdict == c.HOLDS  # identical on every episode

@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from workflow_lib import code_digest
-from workflow_lib.registry import CLAIMS_STAGE, stage_code, stages, studies
-from workflow_lib.registry import panel as registry_panel
+from workflow_lib.core import code_digest
+from workflow_lib.core.registry import CLAIMS_STAGE
+from workflow_lib.core.studies import panel as registry_panel
+from workflow_lib.core.studies import stage_code, stages, studies
 
 STAGES = stages()
 
@@ -68,8 +69,8 @@ def test_digest_covers_everything_the_stage_function_uses(name):
 @pytest.mark.parametrize(("name", "wildcards", "module"), [
     # the hand-kept lists once missed these (a module reached only through another module)
     ("figure", {"panel": "fig2b"}, "studies/potts_paper/tables.py"),
-    ("train", {}, "artefacts.py"), ("plm", {}, "artefacts.py"),
-    ("sample_complexity", {}, "artefacts.py"),
+    ("train", {}, "core/artefacts.py"), ("plm", {}, "core/artefacts.py"),
+    ("sample_complexity", {}, "core/artefacts.py"),
     ("paths_figure", {"panel": "paths_fig2c"}, "attention/designs.py"),
 ])
 def test_digest_includes_modules_reached_indirectly(name, wildcards, module):
@@ -83,9 +84,9 @@ def test_a_figure_jobs_code_is_its_panels(panel):
     """Each study's figure rule runs the one dispatcher, and a figure job's code is the
     dispatcher's and its own panel's draw function's."""
     rule = next(r.name for study in studies() if panel in {p.name for p in study.panels}
-                for r in study.rules if r.stage == "workflow_lib.figures:figure")
+                for r in study.rules if r.stage == "workflow_lib.pages.figure:figure")
     targets = stage_code(rule, {"panel": panel})
-    assert targets == ("workflow_lib.figures:figure", registry_panel(panel).draw)
+    assert targets == ("workflow_lib.pages.figure:figure", registry_panel(panel).draw)
 
 
 @pytest.mark.parametrize("study", studies(), ids=lambda study: study.name)
@@ -161,7 +162,7 @@ def test_no_stage_imports_another_stage():
     no module that holds stages (``registry.stages``) imports another."""
     import ast
 
-    from workflow_lib.registry import stages
+    from workflow_lib.core.studies import stages
 
     modules = {target.split(":")[0] for target in stages().values()}
     assert len(modules) > 5

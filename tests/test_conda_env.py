@@ -23,8 +23,8 @@ from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 
 from tests.conftest import ROOT
-from workflow_lib.job_environment import job_environment
-from workflow_lib.stage_tables import parsed_workflow
+from workflow_lib.pages.stage_tables import parsed_workflow
+from workflow_lib.runtime.job_environment import job_environment
 
 pytestmark = pytest.mark.xdist_group("conda_env")  # one worker parses the workflow once
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]

@@ -8,8 +8,7 @@ import pytest
 import yaml
 
 from tests.conftest import ROOT
-from workflow_lib.config import (
-    ConfigError,
+from workflow_lib.core.config import (
     check,
     digest,
     load_config,
@@ -17,7 +16,8 @@ from workflow_lib.config import (
     read_config_file,
     read_config_files,
 )
-from workflow_lib.presets import preset_files
+from workflow_lib.core.errors import ConfigError
+from workflow_lib.pages.presets import preset_files
 from workflow_lib.proteins.alignment import check_families
 
 
@@ -189,7 +189,7 @@ def test_digest_is_order_independent():
 def test_schema_defaults_are_the_code_defaults():
     """Code defaults are read from the schema (``schema_default``), never a second copy."""
     from workflow_lib.attention.tasks import MarkovTask
-    from workflow_lib.config import schema_default
+    from workflow_lib.core.config import schema_default
     from workflow_lib.mlm.architectures import PLM_KINDS
     from workflow_lib.mlm.models import ArchSpec
     from workflow_lib.mlm.plm import family, plm_config

@@ -8,19 +8,19 @@ from pathlib import Path
 
 import pytest
 
-from workflow_lib.claims import COLUMNS
-from workflow_lib.config import DESCRIBED, constraints, load_schema, read_config_files
-from workflow_lib.pages import with_claims_columns
-from workflow_lib.presets import NOT_SET, QUICK, preset_configs, preset_files
-from workflow_lib.reference import (
+from workflow_lib.claims.statistics import COLUMNS
+from workflow_lib.core.config import DESCRIBED, constraints, load_schema, read_config_files
+from workflow_lib.core.studies import studies
+from workflow_lib.pages.presets import NOT_SET, QUICK, preset_configs, preset_files
+from workflow_lib.pages.reference import (
     LEAVES_OPEN,
     REGENERATE,
     check_links,
     configuration_page,
     iter_properties,
 )
-from workflow_lib.registry import studies
-from workflow_lib.stage_tables import BEGIN, END, with_stage_tables
+from workflow_lib.pages.results import with_claims_columns
+from workflow_lib.pages.stage_tables import BEGIN, END, with_stage_tables
 
 ROOT = Path(__file__).resolve().parents[1]
 PROPERTIES = list(iter_properties(load_schema()))

@@ -18,8 +18,8 @@ import yaml
 
 from tests.test_slurm import PY, REPO, TARGETS, copy_workflow, run, snakemake_env, tiny_config
 from tests.workflow_runs import clone, copy_env
-from workflow_lib.artefacts import ArtefactError, read_artefact
-from workflow_lib.registry import registered
+from workflow_lib.core.artefacts import ArtefactError, read_artefact
+from workflow_lib.core.registry import registered
 
 pytestmark = pytest.mark.slow
 

@@ -8,9 +8,10 @@ import inspect
 import pytest
 
 from tests.test_potts_paper_tables import synthetic_history
-from workflow_lib.config import load_config
-from workflow_lib.figures import figure
-from workflow_lib.registry import Job, resolve, studies
+from workflow_lib.core.config import load_config
+from workflow_lib.core.registry import Job, resolve
+from workflow_lib.core.studies import studies
+from workflow_lib.pages.figure import figure
 
 PANELS = [each for study in studies() for each in study.panels]
 

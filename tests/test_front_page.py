@@ -12,11 +12,11 @@ from docutils.core import publish_parts
 from jinja2 import Environment
 
 from tests.conftest import ROOT
-from workflow_lib.claims import CHECK, CLAIM, FAILS, VERDICTS, counted
-from workflow_lib.config import read_config_files
-from workflow_lib.front_page import front_page
-from workflow_lib.registry import rules, studies
-from workflow_lib.verdicts import IDENTITY_PRESET, why_not_resolved
+from workflow_lib.claims.statistics import CHECK, CLAIM, FAILS, VERDICTS, counted
+from workflow_lib.core.config import read_config_files
+from workflow_lib.core.studies import rules, studies
+from workflow_lib.pages.report import front_page
+from workflow_lib.pages.verdicts import IDENTITY_PRESET, why_not_resolved
 
 SNAPSHOT = ROOT / "docs" / "results" / "quick"
 TEXTS = {study.name: [study.title, study.paper] for study in studies()}

@@ -1,8 +1,9 @@
-"""The processor a job records (``workflow_lib.host``), read from ``/proc/cpuinfo``'s format."""
+"""The processor a job records (``workflow_lib.core.host``), read from ``/proc/cpuinfo``'s
+format."""
 
 import platform
 
-from workflow_lib import host
+from workflow_lib.core import host
 
 X86 = """processor\t: 0
 vendor_id\t: AuthenticAMD

@@ -33,7 +33,7 @@ def test_configure_jax_sets_every_option_whether_jax_is_imported_before_or_after
     code = "\n".join([
         "import json, sys",
         "import jax" if jax_first else "",
-        "from workflow_lib.jax_setup import configure_jax",
+        "from workflow_lib.runtime.jax_setup import configure_jax",
         "configure_jax(2, 'cpu', 'rule test')",
         "imported = 'jax' in sys.modules",
         "import jax, jax.numpy as jnp",
@@ -52,7 +52,8 @@ def test_jobs_that_do_not_compute_with_jax_import_neither_jax_nor_scipy_stats(tm
     code = "\n".join([
         "import importlib, json, sys",
         "import workflow_lib.__main__",
-        "from workflow_lib.registry import resolve, stages, studies",
+        "from workflow_lib.core.registry import resolve",
+        "from workflow_lib.core.studies import stages, studies",
         "for name in ('figure', 'claims', 'report_page', 'manifest'):",
         "    importlib.import_module(stages()[name].split(':')[0])",
         "for study in studies():",

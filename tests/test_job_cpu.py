@@ -1,11 +1,12 @@
-"""A job's own CPU measure (``workflow_lib.job_cpu``): what its threads and its finished children
-used, which a sampler of the process tree misses once a child has exited between two looks."""
+"""A job's own CPU measure (``workflow_lib.runtime.job_cpu``): what its threads and its finished
+children used, which a sampler of the process tree misses once a child has exited between two
+looks."""
 
 import subprocess
 import sys
 import threading
 
-from workflow_lib import job_cpu
+from workflow_lib.runtime import job_cpu
 
 BURN = "import time\nt = time.{clock}()\nwhile time.{clock}() - t < {s}: pass\n"
 

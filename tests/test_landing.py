@@ -1,6 +1,6 @@
-"""The README's first screen (``workflow_lib.landing``): the commands with the times the benchmark
-rows give, per processor, what to open, the default run's verdicts; and ``bench_tests.py``, which
-records the test command's time."""
+"""The README's first screen (``workflow_lib.pages.landing``): the commands with the times the
+benchmark rows give, per processor, what to open, the default run's verdicts; and
+``bench_tests.py``, which records the test command's time."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 from tests.conftest import ROOT
-from workflow_lib.landing import (
+from workflow_lib.pages.landing import (
     BEGIN,
     END,
     MAIN_COMMAND,
@@ -20,7 +20,7 @@ from workflow_lib.landing import (
     what_to_open,
     with_first_screen,
 )
-from workflow_lib.performance import BENCHMARKS_DIR, minutes
+from workflow_lib.pages.performance import BENCHMARKS_DIR, minutes
 
 BENCH_RESULTS = ROOT / "benchmarks" / "results"
 SNAPSHOTS = ROOT / "docs" / "results"

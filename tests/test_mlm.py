@@ -12,13 +12,14 @@ import pandas as pd
 import pytest
 
 import workflow_lib  # noqa: F401  (enables float64)
-from workflow_lib import sequences
-from workflow_lib.artefacts import read_artefact, write_artefact
-from workflow_lib.config import schema_defaults
+from workflow_lib.core.artefacts import read_artefact, write_artefact
+from workflow_lib.core.config import schema_defaults
+from workflow_lib.core.registry import Job
 from workflow_lib.mlm import batching, lbfgs, loop, metrics, models, objective, plm, train
 from workflow_lib.mlm.compiled import CompiledRuns
 from workflow_lib.mlm.plan import Plan
 from workflow_lib.mlm.progress import Progress
+from workflow_lib.potts import sequences
 from workflow_lib.potts.artefact import POTTS_SAMPLES
 from workflow_lib.potts.model import (
     exact_distribution,
@@ -26,7 +27,6 @@ from workflow_lib.potts.model import (
     random_colour_couplings,
     random_couplings,
 )
-from workflow_lib.registry import Job
 from workflow_lib.studies.potts_paper import stages_fits, tables
 from workflow_lib.studies.potts_paper.artefacts import MLM_TRAIN
 

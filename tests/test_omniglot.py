@@ -14,11 +14,11 @@ import pytest
 import yaml
 
 from tests.conftest import ROOT
-from workflow_lib.artefacts import ArtefactError, read_artefact
 from workflow_lib.attention import heads, icl, model
-from workflow_lib.claims import VERDICTS
-from workflow_lib.config import load_config
-from workflow_lib.registry import Job
+from workflow_lib.claims.statistics import VERDICTS
+from workflow_lib.core.artefacts import ArtefactError, read_artefact
+from workflow_lib.core.config import load_config
+from workflow_lib.core.registry import Job
 from workflow_lib.studies.omniglot import data, stages, training
 from workflow_lib.studies.omniglot.artefacts import (
     OMNIGLOT_MODEL,

@@ -12,9 +12,9 @@ import pytest
 
 from tests.conftest import ROOT
 from tests.workflow_runs import clone, snakemake_in
-from workflow_lib import job_cpu
-from workflow_lib.pages import cost_by_kind, results_page, snapshot, write_docs
-from workflow_lib.registry import studies
+from workflow_lib.core.studies import studies
+from workflow_lib.pages.results import cost_by_kind, results_page, snapshot, write_docs
+from workflow_lib.runtime import job_cpu
 
 SNAPSHOTS = sorted(p for p in (ROOT / "docs" / "results").glob("*") if p.is_dir())
 
@@ -156,7 +156,7 @@ def test_run_costs_sum_each_command_of_each_run(tmp_path):
     studies of one command summed), its shards counted, times in minutes."""
     import json
 
-    from workflow_lib.run_costs import costs_markdown, run_costs
+    from workflow_lib.pages.run_costs import costs_markdown, run_costs
 
     def snap(run: str, study: str, source: dict, walls: list[float]) -> None:
         (tmp_path / run).mkdir(exist_ok=True)
@@ -188,7 +188,7 @@ def test_the_index_says_what_a_verdict_is_and_states_each_claim_beside_its_id():
     """docs/results/README.md opens with what a verdict is and the default run's verdicts; each
     study's side-by-side table has a row per claim id of its runs, with the claim's statement as
     a run states it (and a note where the runs' words differ)."""
-    from workflow_lib.verdicts import read_claims
+    from workflow_lib.pages.verdicts import read_claims
 
     page = (ROOT / "docs" / "results" / "README.md").read_text()
     assert page.index("**What a verdict is.**") < page.index("**The default run.**") < page.index(

@@ -8,9 +8,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from workflow_lib.backend import describe
-from workflow_lib.performance import BENCHMARKS_DIR, HOST_COLUMNS, NO_FIGURES, performance_page
-from workflow_lib.reference import REGENERATE
+from workflow_lib.core.backend import describe
+from workflow_lib.pages.performance import (
+    BENCHMARKS_DIR,
+    HOST_COLUMNS,
+    NO_FIGURES,
+    performance_page,
+)
+from workflow_lib.pages.reference import REGENERATE
 
 ROOT = Path(__file__).resolve().parents[1]
 HOST = {"host_cpu": "Test CPU 9000", "cpus": "64", "backend": "gpu", "device": "Test GPU 9000",

@@ -8,8 +8,8 @@ import json
 import pytest
 
 from tests.conftest import ROOT
-from workflow_lib.config import read_config_files
-from workflow_lib.presets import (
+from workflow_lib.core.config import read_config_files
+from workflow_lib.pages.presets import (
     END,
     NOT_SET,
     QUICK,

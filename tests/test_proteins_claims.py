@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from workflow_lib import claims as c
-from workflow_lib.claims import FAILS, HOLDS, NOT_RESOLVED
+from workflow_lib.claims import statistics as c
+from workflow_lib.claims.statistics import FAILS, HOLDS, NOT_RESOLVED
 from workflow_lib.studies.proteins import claims as proteins
 from workflow_lib.studies.proteins.claims import claims_table, factored_representative
 from workflow_lib.studies.proteins.tables import factored_choice

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-from workflow_lib.config import read_config_files
+from workflow_lib.core.config import read_config_files
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "make_protein_data.py"

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from tests.conftest import ROOT
-from workflow_lib.config import read_config_files
+from workflow_lib.core.config import read_config_files
 from workflow_lib.proteins.alignment import AlignmentError, alignment_size, read_alignment
 from workflow_lib.studies.proteins import resources
 from workflow_lib.studies.proteins.registry import STUDY

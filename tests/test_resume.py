@@ -1,4 +1,4 @@
-"""Jobs stopped mid-loop resume from their checkpoints (``workflow_lib.checkpoints``) when
+"""Jobs stopped mid-loop resume from their checkpoints (``workflow_lib.runtime.checkpoints``) when
 Snakemake runs them again: a sample-complexity sweep and an Omniglot training job, each stopped
 once by a real SIGTERM (it writes its checkpoint at the next boundary and exits with 143) and
 once by a real SIGKILL (it keeps its last periodic checkpoint), write artefacts equal to those of

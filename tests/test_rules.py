@@ -10,22 +10,21 @@ import re
 import shlex
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from tests.conftest import ROOT
-from workflow_lib.registry import (
+from workflow_lib.core.registry import (
     CLAIMS_STAGE,
     FIGURE_STAGE,
-    STUDY_NAMES,
     chunk_label,
     chunk_rule,
     chunks,
     registered,
-    rules,
-    studies,
 )
-from workflow_lib.stage_tables import parsed_workflow
+from workflow_lib.core.studies import names, rules, studies
+from workflow_lib.pages.stage_tables import parsed_workflow
 
 RULE_FILES = [ROOT / "Snakefile", *sorted((ROOT / "rules").glob("*.smk"))]
 
@@ -35,11 +34,14 @@ def snakemake(*args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=300)
 
 
-def test_one_rules_file_per_study_included_by_a_plain_path():
-    names = {path.stem for path in (ROOT / "rules").glob("*.smk")}
-    assert names == {"common", *STUDY_NAMES}, names
-    includes = re.findall(r'^include: "(.+)"$', (ROOT / "Snakefile").read_text(), re.MULTILINE)
-    assert includes == ["rules/common.smk", *(f"rules/{name}.smk" for name in STUDY_NAMES)]
+def test_one_rules_file_per_study_found_and_each_included_in_order():
+    files = {path.stem for path in (ROOT / "rules").glob("*.smk")}
+    assert files == {"common", *names()}, files
+    with parsed_workflow() as workflow:
+        included = [Path(each.get_path_or_uri(secret_free=True)).relative_to(ROOT).as_posix()
+                    for each in workflow.included]
+    assert included == ["Snakefile", "rules/common.smk",
+                        *(f"rules/{name}.smk" for name in names())], included
 
 
 def test_no_rule_is_rewritten_after_parsing():
@@ -119,8 +121,8 @@ def test_the_report_page_job_names_the_config_files_as_merged(tmp_path):
     """A dry run with ``--configfile config.yaml config/quick_identity.yaml``: the report page
     job's params name each file once, ``config.yaml`` first and relative to the workflow, and
     the identity reading's distance; its stage writes a page that names them."""
-    from workflow_lib.front_page import report_page
-    from workflow_lib.registry import Job
+    from workflow_lib.core.registry import Job
+    from workflow_lib.pages.report import report_page
 
     run = snakemake("-n", "-p", "--configfile", "config.yaml", "config/quick_identity.yaml",
                     "--config", f"results={tmp_path / 'results'}")

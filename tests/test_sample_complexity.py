@@ -12,13 +12,13 @@ import yaml
 
 import workflow_lib  # noqa: F401  (enables float64)
 from tests.conftest import ROOT
-from workflow_lib.artefacts import read_artefact, write_artefact
-from workflow_lib.config import read_config_files, schema_defaults
+from workflow_lib.core.artefacts import read_artefact, write_artefact
+from workflow_lib.core.config import read_config_files, schema_defaults
+from workflow_lib.core.registry import Job
 from workflow_lib.mlm import models, plm
 from workflow_lib.potts.artefact import POTTS_SAMPLES
 from workflow_lib.potts.model import random_colour_couplings, random_couplings
-from workflow_lib.registry import Job
-from workflow_lib.sequences import forced_errors, in_training_set
+from workflow_lib.potts.sequences import forced_errors, in_training_set
 from workflow_lib.studies.potts_paper import stages_fits, tables
 from workflow_lib.studies.potts_paper.artefacts import SAMPLE_COMPLEXITY
 

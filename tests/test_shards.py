@@ -25,12 +25,14 @@ from tests.workflow_runs import (
     snakemake_in,
     write_config,
 )
-from workflow_lib.claims import rounded
-from workflow_lib.config import ConfigError, load_config
-from workflow_lib.pages import read_claims, results_page
-from workflow_lib.registry import registered, studies
-from workflow_lib.shard_snapshots import merge_shards, shared_table
-from workflow_lib.shards import ShardError, realisations, snapshot_name
+from workflow_lib.claims.statistics import rounded
+from workflow_lib.core.config import load_config
+from workflow_lib.core.errors import ConfigError, ShardError
+from workflow_lib.core.realisations import realisations, snapshot_name
+from workflow_lib.core.registry import registered
+from workflow_lib.core.studies import studies
+from workflow_lib.pages.results import read_claims, results_page
+from workflow_lib.shards.snapshots import merge_shards, shared_table
 
 # measured durations: the only columns in which a shard's tables may differ from the whole run's
 TIMES = ("seconds", "wall_seconds", "steps_per_second")

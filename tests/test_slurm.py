@@ -19,8 +19,10 @@ import yaml
 
 from tests.slurm_cluster import ClusterError, slurm_unavailable, start_cluster
 from tests.workflow_runs import TINY
-from workflow_lib.config import ConfigError, load_config, merge
-from workflow_lib.registry import registered, rules
+from workflow_lib.core.config import load_config, merge
+from workflow_lib.core.errors import ConfigError
+from workflow_lib.core.registry import registered
+from workflow_lib.core.studies import rules
 
 REPO = Path(__file__).resolve().parents[1]
 PY = sys.executable
@@ -308,7 +310,7 @@ def cluster_runs(cluster, tmp_path_factory) -> dict[str, tuple[Path, int, str]]:
 @pytest.mark.slurm
 @pytest.mark.slow
 def test_sampling_runs_on_slurm(cluster, cluster_runs):
-    from workflow_lib.artefacts import read_artefact
+    from workflow_lib.core.artefacts import read_artefact
 
     wd, rc, out = cluster_runs["sampling"]
     threads = cluster_threads(cluster)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from workflow_lib.artefacts import read_artefact
-from workflow_lib.config import load_config
-from workflow_lib.registry import Job
+from workflow_lib.core.artefacts import read_artefact
+from workflow_lib.core.config import load_config
+from workflow_lib.core.registry import Job
 from workflow_lib.studies.potts_paper import stages_theory
 from workflow_lib.studies.potts_paper.artefacts import REPLICA_SIMULATIONS, REPLICA_THEORY
 

@@ -1,6 +1,6 @@
-"""Claims tables in words (``workflow_lib.verdicts``, ``workflow_lib.readings``): units counted in
-the plural, why claims are not resolved, and the default run's verdicts beside the identity
-reading's, read from the committed snapshots."""
+"""Claims tables in words (``workflow_lib.pages.verdicts``, ``workflow_lib.pages.readings``): units
+counted in the plural, why claims are not resolved, and the default run's verdicts beside the
+identity reading's, read from the committed snapshots."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ import pandas as pd
 import pytest
 
 from tests.conftest import ROOT
-from workflow_lib.claims import CHECK, CLAIM, counted, plural
-from workflow_lib.config import read_config_files
-from workflow_lib.pages import claim_cells
-from workflow_lib.readings import IDENTITY_DISTANCE, PAPER_DISTANCE, reading
-from workflow_lib.verdicts import (
+from workflow_lib.claims.statistics import CHECK, CLAIM, counted, plural
+from workflow_lib.core.config import read_config_files
+from workflow_lib.pages.readings import IDENTITY_DISTANCE, PAPER_DISTANCE, reading
+from workflow_lib.pages.results import claim_cells
+from workflow_lib.pages.verdicts import (
     DEFAULT_STUDY,
     IDENTITY_PRESET,
     default_runs,

@@ -14,11 +14,12 @@ import yaml
 
 from tests.test_mlm import BATCHED_RTOL
 from tests.workflow_runs import clone, snakemake_in
-from workflow_lib import host, job_cpu
-from workflow_lib.artefacts import read_artefact
-from workflow_lib.config import load_config
-from workflow_lib.pages import job_costs
-from workflow_lib.registry import studies
+from workflow_lib.core import host
+from workflow_lib.core.artefacts import read_artefact
+from workflow_lib.core.config import load_config
+from workflow_lib.core.studies import studies
+from workflow_lib.pages.results import job_costs
+from workflow_lib.runtime import job_cpu
 from workflow_lib.studies.potts_paper.artefacts import MLM_TRAIN
 
 pytestmark = pytest.mark.slow

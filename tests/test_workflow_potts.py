@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from tests.workflow_runs import TINY, snakemake, snakemake_in, write_config
-from workflow_lib.artefacts import read_artefact
+from workflow_lib.core.artefacts import read_artefact
 from workflow_lib.potts.artefact import POTTS_SAMPLES
 
 pytestmark = pytest.mark.slow
@@ -86,7 +86,7 @@ TUNING = {"target_hamming": 0.5, "beta_min": 0.1, "beta_max": 5.0, "grid_points"
 
 def _tuned_job(tmp_path, tuning: dict, seed: int = 1) -> dict:
     """Couplings of a tiny model, then the sample job at a tuned beta (config defaults filled)."""
-    from workflow_lib.config import load_config
+    from workflow_lib.core.config import load_config
 
     cfg = load_config({"potts": TUNED, "sampling": TUNED_SAMPLING, "beta_tuning": tuning,
                        "sample_complexity": {"M": [10]}})

@@ -16,9 +16,9 @@ import yaml
 
 from tests.conftest import ROOT
 from tests.workflow_runs import snakemake
-from workflow_lib.artefacts import read_artefact
-from workflow_lib.claims import VERDICTS
-from workflow_lib.pages import results_page, snapshot
+from workflow_lib.claims.statistics import VERDICTS
+from workflow_lib.core.artefacts import read_artefact
+from workflow_lib.pages.results import results_page, snapshot
 from workflow_lib.proteins.alignment import ALPHABET, find_focus, read_alignment
 from workflow_lib.proteins.contact_lists import COLUMNS
 from workflow_lib.studies.proteins.artefacts import PROTEIN_DATA, PROTEIN_FINAL_FIT, PROTEIN_FIT

@@ -1,22 +1,19 @@
 """Command line: ``python -m workflow_lib {stage,inspect,check-config,docs,claims,omniglot} ...``.
 
-``stage NAME --job JSON`` runs one workflow stage (what every Snakemake rule calls) on one job,
-or on each of a list of jobs in turn;
-``inspect FILE...`` prints an artefact's schema, provenance, datasets and key figures;
-``check-config FILE...`` validates config files (merged in order, as ``--configfile`` does) and
-opens every protein alignment and distance file they name;
-``omniglot OUTDIR`` runs the Omniglot study without Snakemake (on a GPU with ``compute.gpu``);
-``claims SNAPSHOT [--check]`` recomputes a results snapshot's claims tables from the tables beside
-them (``--check``: compares, numbers to ``claims.DIGITS`` significant digits);
-``docs [--preset NAME [--results DIR | --merge]]`` writes the results pages (``workflow_lib.pages``)
-and the configuration reference; on a shard's results ``--results`` writes the shard's snapshot
-instead (``--failed FIRST-LAST``: of a shard whose realisations failed), and ``--merge`` merges a
-run's shard snapshots first (``workflow_lib.shard_snapshots``).
-Errors the user can fix are printed as one line each (a config's every problem, then their
-count). This module is the stage entry (and in every stage's code digest,
-``workflow_lib.code_digest``); the other commands live in ``workflow_lib.commands``, JAX's set-up
-in ``workflow_lib.jax_setup``.
-"""
+``stage NAME --job JSON`` runs one workflow stage (what every Snakemake rule calls) on one job, or
+on each of a list of jobs in turn; ``inspect FILE...`` prints an artefact's schema, provenance,
+datasets and key figures; ``check-config FILE...`` validates config files (merged in order, as
+``--configfile`` does) and opens every protein alignment and distance file they name; ``omniglot
+OUTDIR`` runs the Omniglot study without Snakemake (on a GPU with ``compute.gpu``); ``claims
+SNAPSHOT [--check]`` recomputes a results snapshot's claims tables from the tables beside them
+(``--check``: compares, numbers to ``claims.DIGITS`` significant digits); ``docs [--preset NAME
+[--results DIR | --merge]]`` writes the results pages (``workflow_lib.pages.results``) and the
+configuration reference; on a shard's results ``--results`` writes the shard's snapshot instead
+(``--failed FIRST-LAST``: of a shard whose realisations failed), and ``--merge`` merges a run's
+shard snapshots first (``workflow_lib.shards.snapshots``). Errors the user can fix are printed as
+one line each (a config's every problem, then their count). This module is the stage entry (and in
+every stage's code digest, ``workflow_lib.core.code_digest``); the other commands live in
+``workflow_lib.commands``, JAX's set-up in ``workflow_lib.runtime.jax_setup``. """
 
 from __future__ import annotations
 
@@ -26,17 +23,18 @@ import json
 import logging
 import sys
 
-from workflow_lib import job_cpu
-from workflow_lib.backend import BackendError
 from workflow_lib.commands import add_commands, run
-from workflow_lib.jax_setup import configure_jax
-from workflow_lib.registry import Job, stages
+from workflow_lib.core.backend import BackendError
+from workflow_lib.core.registry import Job
+from workflow_lib.core.studies import stages
+from workflow_lib.runtime import job_cpu
+from workflow_lib.runtime.jax_setup import configure_jax
 
 
 def _run_stage(name: str, job_json: str) -> None:
     """Stage ``name`` on the job ``job_json`` holds, or on each of the list of jobs it holds (a
     chunk of realisations, ``rules/common.smk``'s ``per_realisation``), in turn; the job's CPU
-    time is its log's last line (``workflow_lib.job_cpu``)."""
+    time is its log's last line (``workflow_lib.runtime.job_cpu``)."""
     given = json.loads(job_json)
     jobs = [Job(**each) for each in (given if isinstance(given, list) else [given])]
     configure_jax(jobs[0].threads, jobs[0].device, f"rule {name}")
@@ -63,10 +61,8 @@ def main(argv: list[str] | None = None) -> int:
         stream=sys.stderr,
     )
     logging.getLogger("jax").setLevel(logging.WARNING)
-    from workflow_lib.artefacts import ArtefactError
-    from workflow_lib.config import ConfigError
-    from workflow_lib.registry import StageError
-    from workflow_lib.shards import ShardError
+    from workflow_lib.core.artefacts import ArtefactError
+    from workflow_lib.core.errors import ConfigError, ShardError, StageError
 
     try:
         if args.command == "stage":

@@ -1,6 +1,6 @@
 """The command line's commands other than ``stage`` (``python -m workflow_lib``, ``__main__``):
 ``inspect``, ``check-config``, ``docs``, ``claims`` and ``omniglot``. Apart from the stage entry,
-so that a change to them is no change to any stage's code (``workflow_lib.code_digest``)."""
+so that a change to them is no change to any stage's code (``workflow_lib.core.code_digest``)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import json
 import os
 import sys
 
-from workflow_lib.jax_setup import configure_jax
+from workflow_lib.runtime.jax_setup import configure_jax
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
@@ -42,7 +42,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     cl.add_argument("snapshot", help="a snapshot folder, e.g. docs/results/quick")
     cl.add_argument("--check", action="store_true",
                     help="write nothing; exit 1 unless each recomputed table is identical (text "
-                    "exactly, numbers to workflow_lib.claims.DIGITS significant digits)")
+                    "exactly, numbers to workflow_lib.claims.statistics.DIGITS significant digits)")
     omni = sub.add_parser("omniglot", help="run the Omniglot study without Snakemake")
     omni.add_argument("outdir")
     omni.add_argument("--configfile", action="append", default=[],
@@ -71,9 +71,9 @@ def run(args: argparse.Namespace) -> int:
 def _write_docs(args: argparse.Namespace) -> None:
     from pathlib import Path
 
-    from workflow_lib.config import ConfigError
-    from workflow_lib.pages import write_docs
-    from workflow_lib.shard_snapshots import (
+    from workflow_lib.core.errors import ConfigError
+    from workflow_lib.pages.results import write_docs
+    from workflow_lib.shards.snapshots import (
         merge_shards,
         read_manifest,
         snapshot_failed,
@@ -110,7 +110,7 @@ def _failed_config(args: argparse.Namespace) -> dict:
     """The config of the shard ``--failed`` of the run: config.yaml (the Snakefile's) and
     ``--configfile`` merged in order, as Snakemake merges them, with the shard and, given
     ``--study``, its studies."""
-    from workflow_lib.config import read_config_files
+    from workflow_lib.core.config import read_config_files
 
     files = [*(["config.yaml"] if os.path.exists("config.yaml") else []), *args.configfile]
     sets = [f"shard={args.failed}", *([f"shard_studies={json.dumps(args.study)}"]
@@ -121,9 +121,9 @@ def _failed_config(args: argparse.Namespace) -> dict:
 def _recompute_claims(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from workflow_lib.claims import DIGITS, rounded
-    from workflow_lib.pages import read_claims, recompute_claims
-    from workflow_lib.registry import studies
+    from workflow_lib.claims.statistics import DIGITS, rounded
+    from workflow_lib.core.studies import studies
+    from workflow_lib.pages.results import read_claims, recompute_claims
 
     snap, differ = Path(args.snapshot), 0
     for study in studies():
@@ -141,7 +141,7 @@ def _recompute_claims(args: argparse.Namespace) -> int:
 
 
 def _run_omniglot(args: argparse.Namespace) -> None:
-    from workflow_lib.config import read_config_files
+    from workflow_lib.core.config import read_config_files
 
     files = args.configfile or (["config.yaml"] if os.path.exists("config.yaml") else [])
     cfg = read_config_files(files, args.set)
@@ -169,7 +169,8 @@ def _check_config(files: list[str]) -> int:
     from the repository of the first file, ``_repository``; the files of a valid
     ``proteins.families`` even where other keys are invalid): one line per problem on stderr,
     then their count when there are several; 2 if any."""
-    from workflow_lib.config import ConfigError, check, is_valid, merged_config, sources
+    from workflow_lib.core.config import check, is_valid, merged_config, sources
+    from workflow_lib.core.errors import ConfigError
     from workflow_lib.proteins.alignment import check_families
 
     cfg, problems = check(merged_config(files))
@@ -184,7 +185,7 @@ def _check_config(files: list[str]) -> int:
 
 def _inspect(path: str) -> str:
     """``describe`` of an artefact; for samples artefacts also its beta tuning and attempts."""
-    from workflow_lib.artefacts import describe, read_artefact
+    from workflow_lib.core.artefacts import describe, read_artefact
 
     text = describe(path)
     art = read_artefact(path)

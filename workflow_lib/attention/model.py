@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from workflow_lib.config import schema_default
+from workflow_lib.core.config import schema_default
 
 BATCH = 128  # sequences per step of the attention map (bounds memory at O(BATCH H T N0))
 

@@ -40,7 +40,7 @@ from numpyro.diagnostics import effective_sample_size, split_gelman_rubin
 from numpyro.infer import NUTS
 
 from workflow_lib.attention import model, theory
-from workflow_lib.config import schema_default
+from workflow_lib.core.config import schema_default
 
 log = logging.getLogger("workflow_lib.attention")
 

@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from workflow_lib.config import schema_default
+from workflow_lib.core.config import schema_default
 
 
 @dataclass(frozen=True)

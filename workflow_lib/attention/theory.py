@@ -22,7 +22,7 @@ import numpy as np
 import scipy.optimize
 
 from workflow_lib.attention import model
-from workflow_lib.config import schema_default
+from workflow_lib.core.config import schema_default
 
 PRIOR_VARIANCE = schema_default("paths.prior_variance")
 

@@ -4,7 +4,7 @@ Fig. 2b's panels and the pseudo-likelihood fits (the schema's enum of ``plm.kind
 
 from __future__ import annotations
 
-from workflow_lib.config import load_schema
+from workflow_lib.core.config import load_schema
 
 _TRAINING = load_schema()["properties"]["training"]["properties"]
 ARCHITECTURES: tuple[str, ...] = tuple(_TRAINING["architectures"]["items"]["enum"])

@@ -39,7 +39,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from workflow_lib import checkpoints
+from workflow_lib.runtime import checkpoints
 
 Array = jax.Array
 log = logging.getLogger("workflow_lib.mlm")
@@ -161,12 +161,12 @@ def _advance(objective: Callable, carry: tuple, data, until: Array, max_iter: Ar
 
 def _run_start(name: str, objective: Callable, x0, data, bounds: tuple, best: float,
                memory: int) -> tuple:  # fmt: skip
-    """Start ``name`` from ``x0`` to its stop, in compiled calls of about ``CHUNK_SECONDS``
-    each, a progress line between two when ``REPORT_SECONDS`` have passed since the last one,
-    each a boundary of the job's checkpoint (``workflow_lib.checkpoints``: loop ``name``, from
-    which it resumes). ``bounds``: ``max_iter``, ``grad_tol``, ``ftol``, ``ftol_window``.
-    Returns ``x``, the objective, the largest absolute gradient entry, iterations, evaluations
-    and the status."""
+    """Start ``name`` from ``x0`` to its stop, in compiled calls of about ``CHUNK_SECONDS`` each, a
+    progress line between two when ``REPORT_SECONDS`` have passed since the last one, each a
+    boundary of the job's checkpoint (``workflow_lib.runtime.checkpoints``: loop ``name``, from
+    which it resumes). ``bounds``: ``max_iter``, ``grad_tol``, ``ftol``, ``ftol_window``. Returns
+    ``x``, the objective, the largest absolute gradient entry, iterations, evaluations and the
+    status."""
     max_iter, grad_tol, ftol, ftol_window = bounds
     ck = checkpoints.current()
     carry = _start(objective, x0, data, max_iter, grad_tol, memory)
@@ -206,7 +206,7 @@ def minimize(objective: Callable, starts: Sequence, data, max_iter: int, grad_to
     kept (each costs a few passes over the parameters per iteration). Returns one ``Result`` per
     start, in order.
 
-    In a job with checkpoints (``workflow_lib.checkpoints``) the call is a part named
+    In a job with checkpoints (``workflow_lib.runtime.checkpoints``) the call is a part named
     ``L-BFGS n`` (the job's n-th call in its scope), its starts ``L-BFGS n start i``: a start
     finished before the job was stopped is taken from the checkpoint, the one it stopped in
     resumes from its last boundary."""

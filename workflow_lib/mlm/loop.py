@@ -24,7 +24,6 @@ import numpy as np
 import optax
 from jax import lax
 
-from workflow_lib import checkpoints
 from workflow_lib.mlm.batching import epoch_batches
 from workflow_lib.mlm.evaluation import EVAL_KEYS, evaluate
 from workflow_lib.mlm.metrics import reconstruction, sq_norm, stopped
@@ -33,6 +32,7 @@ from workflow_lib.mlm.objective import full_loss, mlm_loss
 from workflow_lib.mlm.plan import Plan
 from workflow_lib.mlm.progress import Progress
 from workflow_lib.potts.model import optimal_loss
+from workflow_lib.runtime import checkpoints
 
 Array = jax.Array
 
@@ -296,7 +296,7 @@ class Run:
         self.progress.start(plan.epochs, plan.steps)
         stop = Stop(plan, keys.shape)
         # float32 metrics per epoch, NaN until run: with the carry and the stop state, what a
-        # checkpoint holds at a chunk's end (``workflow_lib.checkpoints``)
+        # checkpoint holds at a chunk's end (``workflow_lib.runtime.checkpoints``)
         history = {k: np.full((plan.epochs, *keys.shape), np.nan, np.float32)
                    for k in HISTORY_KEYS}
         ck = checkpoints.current()

@@ -49,7 +49,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from workflow_lib.config import schema_default
+from workflow_lib.core.config import schema_default
 from workflow_lib.mlm.architectures import ARCHITECTURES, transformer_layers
 
 Array = jax.Array

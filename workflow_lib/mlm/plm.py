@@ -51,7 +51,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from workflow_lib.config import schema_defaults
+from workflow_lib.core.config import schema_defaults
 from workflow_lib.mlm.architectures import PLM_KINDS
 from workflow_lib.mlm.lbfgs import minimize
 from workflow_lib.mlm.metrics import reconstruction, sq_norm
@@ -63,7 +63,7 @@ from workflow_lib.mlm.models import (
     predict_all_sites,
 )
 from workflow_lib.potts.model import conditional_log_probs, optimal_loss
-from workflow_lib.sequences import in_training_set
+from workflow_lib.potts.sequences import in_training_set
 
 Array = jax.Array
 

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 import jax
 import numpy as np
 
-from workflow_lib import checkpoints
 from workflow_lib.mlm.plm import effective_l2, fit_plm
-from workflow_lib.sequences import forced_errors, in_training_set
+from workflow_lib.potts.sequences import forced_errors, in_training_set
+from workflow_lib.runtime import checkpoints
 
 log = logging.getLogger("workflow_lib.mlm")
 
@@ -60,7 +60,7 @@ def curve(train: np.ndarray, test: np.ndarray, J: np.ndarray, U: np.ndarray, bet
     is measured on the test sequences absent from the whole ``train``: one held-out set for
     every M. A fit with fewer errors than the data force is impossible and raises. In a job with
     checkpoints, the fits of each M are its L-BFGS parts in the scope ``M = <M>``
-    (``workflow_lib.checkpoints``, ``lbfgs.minimize``), the sweep's progress loop
+    (``workflow_lib.runtime.checkpoints``, ``lbfgs.minimize``), the sweep's progress loop
     ``CHECKPOINT``.
     """
     sizes = np.asarray(sc["M"])

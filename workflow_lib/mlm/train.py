@@ -44,7 +44,7 @@ import jax
 import numpy as np
 import optax
 
-from workflow_lib.config import schema_defaults
+from workflow_lib.core.config import schema_defaults
 from workflow_lib.mlm.compiled import CompiledRuns
 from workflow_lib.mlm.evaluation import evaluate
 from workflow_lib.mlm.loop import Run
@@ -54,7 +54,7 @@ from workflow_lib.mlm.objective import full_loss
 from workflow_lib.mlm.plan import Plan, make_plan
 from workflow_lib.mlm.polish import POLISH_CONVERGENCE, grad_norm, polish
 from workflow_lib.potts.model import optimal_loss
-from workflow_lib.sequences import in_training_set
+from workflow_lib.potts.sequences import in_training_set
 
 log = logging.getLogger("workflow_lib.mlm")
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from workflow_lib.artefacts import read_artefact
+from workflow_lib.core.artefacts import read_artefact
 
 POTTS_SAMPLES = "potts-samples/1"
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from workflow_lib.potts import diagnostics, model
 from workflow_lib.potts.protocols import run_protocol
-from workflow_lib.sequences import in_training_set, n_distinct
+from workflow_lib.potts.sequences import in_training_set, n_distinct
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class Dataset:
 
 def overlap(train: np.ndarray, test: np.ndarray) -> tuple[int, int, np.ndarray]:
     """``(distinct training sequences, distinct test sequences, test_in_train: (n_test,) bool)``
-    for ``train: (n, L)``, ``test: (m, L)`` (``workflow_lib.sequences``)."""
+    for ``train: (n, L)``, ``test: (m, L)`` (``workflow_lib.potts.sequences``)."""
     return n_distinct(train), n_distinct(test), in_training_set(train, test)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from workflow_lib.artefacts import read_artefact
+from workflow_lib.core.artefacts import read_artefact
 from workflow_lib.potts.artefact import POTTS_SAMPLES
 
 

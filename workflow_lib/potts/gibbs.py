@@ -38,15 +38,16 @@ import numpy as np
 from jax import lax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from workflow_lib import checkpoints
 from workflow_lib.potts.model import energy
+from workflow_lib.runtime import checkpoints
 
 Array = jax.Array
 F32 = jnp.float32
 log = logging.getLogger("workflow_lib.potts")
-# The workflow's jobs compile with XLA:CPU's fusion emitters off (``workflow_lib.jax_setup``:
-# faster compilation of the short programs); the sweep kernels, the one hot loop, keep them on
-# (more updates/s in batches: ``benchmarks/bench_gibbs.py``). Ignored off the CPU.
+# The workflow's jobs compile with XLA:CPU's fusion emitters off
+# (``workflow_lib.runtime.jax_setup``: faster compilation of the short programs); the sweep kernels,
+# the one hot loop, keep them on (more updates/s in batches: ``benchmarks/bench_gibbs.py``). Ignored
+# off the CPU.
 KERNEL_COMPILER_OPTIONS = {"xla_cpu_use_fusion_emitters": True}
 kernel_jit = partial(jax.jit, compiler_options=KERNEL_COMPILER_OPTIONS)
 
@@ -357,11 +358,10 @@ def single_chain(
     t ``uniform(fold_in(k_run, t), (L,))``, sweeps by ``sweep_chains``' kernel.
     Returns ``(saved: (R, n_save, L) int32, burn_in_energy: (R, burn_in) float32)``.
 
-    In a job with checkpoints (``workflow_lib.checkpoints``) the call is a part named ``single
-    chain n``: each block is a boundary (the chains' state, the configurations saved so far and
-    the burn-in trace), and a finished call's result is kept, so a resumed job runs on from the
-    block where it stopped, and skips the calls it had finished, to the same numbers.
-    """
+    In a job with checkpoints (``workflow_lib.runtime.checkpoints``) the call is a part named
+    ``single chain n``: each block is a boundary (the chains' state, the configurations saved so far
+    and the burn-in trace), and a finished call's result is kept, so a resumed job runs on from the
+    block where it stopped, and skips the calls it had finished, to the same numbers. """
     R, L = J.shape[0], J.shape[1]
     ck = checkpoints.current()
     name = ck.unit("single chain")

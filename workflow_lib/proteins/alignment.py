@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from workflow_lib.config import ConfigError
+from workflow_lib.core.errors import ConfigError
 
 ALPHABET = "ACDEFGHIKLMNPQRSTVWY-"
 GAP = ALPHABET.index("-")

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from workflow_lib.artefacts import atomic_path
+from workflow_lib.core.artefacts import atomic_path
 from workflow_lib.proteins import contacts
 
 COLUMNS = ("i", "a_i", "j", "a_j", "0", "score")  # plmc's couplings file

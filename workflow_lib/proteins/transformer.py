@@ -2,18 +2,17 @@
 trained by masked language modelling on a weighted protein alignment to a stop criterion.
 
 Each step draws ``batch`` sequences with probabilities proportional to their weights (with
-replacement: an unbiased estimate of the weighted loss) and masks one uniformly random site of
-each; Adam at a constant learning rate (a plateau of the loss is then the model's, not a decayed
-schedule's). Every ``eval_every`` steps the weighted masked-token loss of the validation
-sequences is evaluated, every site masked in turn; the run stops when the lowest validation loss
-of the last ``window`` evaluations is not below ``(1 - tol)`` times the lowest before them
-(``plateaued``), or at the budget of ``steps`` steps, and keeps the parameters of its lowest
-validation loss. The whole run is one ``jit``-compiled ``lax.while_loop`` over evaluations, each a
-``lax.scan`` over ``eval_every`` steps followed by the validation loss, in float32, with a
-progress line (losses, steps/s, ETA to the budget) from the device at every evaluation, each a
-boundary of the job's checkpoint (``workflow_lib.checkpoints``, loop ``CHECKPOINT``): the steps'
-keys derive from the evaluation's index, so a resumed run gives the numbers of one never stopped.
-"""
+replacement: an unbiased estimate of the weighted loss) and masks one uniformly random site of each;
+Adam at a constant learning rate (a plateau of the loss is then the model's, not a decayed
+schedule's). Every ``eval_every`` steps the weighted masked-token loss of the validation sequences
+is evaluated, every site masked in turn; the run stops when the lowest validation loss of the last
+``window`` evaluations is not below ``(1 - tol)`` times the lowest before them (``plateaued``), or
+at the budget of ``steps`` steps, and keeps the parameters of its lowest validation loss. The whole
+run is one ``jit``-compiled ``lax.while_loop`` over evaluations, each a ``lax.scan`` over
+``eval_every`` steps followed by the validation loss, in float32, with a progress line (losses,
+steps/s, ETA to the budget) from the device at every evaluation, each a boundary of the job's
+checkpoint (``workflow_lib.runtime.checkpoints``, loop ``CHECKPOINT``): the steps' keys derive from
+the evaluation's index, so a resumed run gives the numbers of one never stopped. """
 
 from __future__ import annotations
 
@@ -28,7 +27,6 @@ import numpy as np
 import optax
 from jax import lax
 
-from workflow_lib import checkpoints
 from workflow_lib.mlm.models import (
     ArchSpec,
     Params,
@@ -40,6 +38,7 @@ from workflow_lib.mlm.models import (
 )
 from workflow_lib.proteins.alignment import Q
 from workflow_lib.proteins.batches import padded_chunks
+from workflow_lib.runtime import checkpoints
 
 Array = jax.Array
 log = logging.getLogger("workflow_lib.proteins")

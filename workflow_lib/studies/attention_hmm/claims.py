@@ -1,6 +1,6 @@
 """The attention-paths paper's claims on the hidden-Markov-chain task (Tiberi et al. 2024,
 Fig. 2c-e) and the project's checks, measured on the study's tables with the pre-registered tests
-of ``workflow_lib.claims``.
+of ``workflow_lib.claims.statistics``.
 
 The unit is the realisation (training and test sequences, random heads, theory, samples): two
 methods or two widths are compared paired per realisation. Every contrast, its direction and the
@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from workflow_lib import claims as c
+from workflow_lib.claims import statistics as c
 
 STUDY = "attention_hmm"
 REALISATION = "realisation"

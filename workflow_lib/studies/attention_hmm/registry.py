@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from workflow_lib.registry import (
+from workflow_lib.core.registry import (
     Config,
     Panel,
     Rule,

@@ -13,11 +13,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from workflow_lib.artefacts import read_artefact, write_artefact
 from workflow_lib.attention import designs, sampling, tasks, theory
 from workflow_lib.attention import experiment as ex
-from workflow_lib.keys import stage_key
-from workflow_lib.registry import Job
+from workflow_lib.core.artefacts import read_artefact, write_artefact
+from workflow_lib.core.keys import stage_key
+from workflow_lib.core.registry import Job
 from workflow_lib.studies.attention_hmm.artefacts import PATHS_FEATURES, PATHS_SAMPLES, PATHS_THEORY
 
 log = logging.getLogger("workflow_lib.attention")

@@ -1,12 +1,12 @@
 """Stage ``paths_tables``: tidy tables of the attention-paths artefacts; its claims table is made
-by ``workflow_lib.claims_stage`` and its panels (Fig. 2c-e of the attention-paths paper) are
-drawn by ``workflow_lib.figures``."""
+by ``workflow_lib.claims.stage`` and its panels (Fig. 2c-e of the attention-paths paper) are
+drawn by ``workflow_lib.pages.figure``."""
 
 from __future__ import annotations
 
-from workflow_lib.artefacts import read_artefact, write_csv
-from workflow_lib.registry import Job
-from workflow_lib.shards import finish_tables
+from workflow_lib.core.artefacts import read_artefact, write_csv
+from workflow_lib.core.realisations import finish_tables
+from workflow_lib.core.registry import Job
 from workflow_lib.studies.attention_hmm import tables
 from workflow_lib.studies.attention_hmm.artefacts import PATHS_SAMPLES, PATHS_THEORY
 from workflow_lib.studies.attention_hmm.registry import STUDY

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from workflow_lib.artefacts import Artefact
+from workflow_lib.core.artefacts import Artefact
 from workflow_lib.studies.attention_hmm.registry import STUDY
 
 NAMES = STUDY.tables

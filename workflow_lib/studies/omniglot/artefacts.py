@@ -9,8 +9,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from workflow_lib.artefacts import Artefact, ArtefactError, read_artefact
 from workflow_lib.attention import icl
+from workflow_lib.core.artefacts import Artefact, ArtefactError, read_artefact
 from workflow_lib.studies.omniglot.data import SPLITS, Bank, Embeddings, sequences
 from workflow_lib.studies.omniglot.training import Trained
 

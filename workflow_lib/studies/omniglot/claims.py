@@ -1,5 +1,5 @@
 """The attention-paths paper's claims on one-shot Omniglot (Tiberi et al. 2024, Fig. 3b-f),
-measured on the study's tables with the pre-registered tests of ``workflow_lib.claims``.
+measured on the study's tables with the pre-registered tests of ``workflow_lib.claims.statistics``.
 
 The study has one trained model and one theory, so the units are those its tables resample:
 test episodes (every method is scored on the same ones, so two methods are compared paired per
@@ -12,7 +12,7 @@ theory's action guarantees by construction (the accuracy tends to the GP's as N 
 ``check``, never a claim. The study's tables hold no solver or sampler diagnostics, so no row is
 gated.
 
-Four tests that ``workflow_lib.claims`` lacks live here: the exact binomial test of one
+Four tests that ``workflow_lib.claims.statistics`` lacks live here: the exact binomial test of one
 accuracy against a bound, a paired TOST on thousands of episodes, the Mantel permutation test of
 two path-path matrices, and the exact permutation test of a rank correlation.
 """
@@ -25,7 +25,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from workflow_lib import claims as c
+from workflow_lib.claims import statistics as c
 from workflow_lib.studies.attention_hmm.claims import label_share
 
 STUDY = "omniglot"
@@ -61,31 +61,6 @@ def binomial_above(successes: int, n: int, bound: float) -> c.Test:
     verdict = c.HOLDS if p_up < c.ALPHA else c.FAILS if p_down < c.ALPHA else c.NOT_RESOLVED
     return c.Test("exact binomial", rate, math.sqrt(rate * (1 - rate) / n), n,
                   float(successes), p_up, p_up, verdict)
-
-
-def paired_equivalent(a: np.ndarray, b: np.ndarray, delta: float) -> c.Test:
-    """Two one-sided t-tests (TOST) of "the success rates of methods a and b on the same
-    episodes (``a``, ``b``: 0/1 per episode) differ by less than ±``delta``", on the per-episode
-    differences; does not hold when the difference lies significantly beyond ±delta. With the
-    thousands of episodes of a test set the t-distribution of a mean of bounded differences is
-    accurate, so "beyond ±delta" is the t's alone: ``c.equivalent`` also asks the exact
-    signed-rank p there, whose cost grows as n^3."""
-    d = np.asarray(a, float) - np.asarray(b, float)
-    n = len(d)
-    if n < 2:
-        return c.Test("TOST paired", float(d.mean()) if n else math.nan, math.nan, n, math.nan,
-                      math.nan, math.nan, c.NOT_RESOLVED)
-    mean, sem = float(d.mean()), float(d.std(ddof=1) / math.sqrt(n))
-    if sem == 0:
-        inside = abs(mean) < delta
-        return c.Test("TOST paired", mean, 0.0, n, math.nan, 0.0 if inside else 1.0, math.nan,
-                      c.HOLDS if inside else c.FAILS)
-    t_low, t_high = (mean + delta) / sem, (mean - delta) / sem
-    (p_low, below_low), (above_high, p_high) = c.t_tails(t_low, n - 1), c.t_tails(t_high, n - 1)
-    p, binding = max(p_low, p_high), t_low if p_low >= p_high else t_high
-    outside = below_low < c.ALPHA or above_high < c.ALPHA
-    verdict = c.HOLDS if p < c.ALPHA else c.FAILS if outside else c.NOT_RESOLVED
-    return c.Test("TOST paired", mean, sem, n, binding, p, math.nan, verdict)
 
 
 def _centred(v: np.ndarray) -> np.ndarray:
@@ -181,7 +156,7 @@ def accuracy_claims(acc: pd.DataFrame, ep: pd.DataFrame) -> list[dict]:
         a, b = _aligned(_correct(ep, "samples", width), _correct(ep, "theory", width))
         rows.append(_row(
             "fig3b.samples_on_theory", "Fig. 3b", "Posterior samples agree with the theory", "",
-            paired_equivalent(a, b, margin), f"test accuracy samples - theory at N = {width:g}, "
+            c.paired_equivalent(a, b, margin), f"test accuracy samples - theory at N = {width:g}, "
             f"paired per episode, within +-{margin:g} (TOST; ACCURACY_MARGIN)", EPISODE))
     if large > small:
         at_large = _correct(ep, "theory", large)
@@ -195,7 +170,7 @@ def accuracy_claims(acc: pd.DataFrame, ep: pd.DataFrame) -> list[dict]:
             rows.append(_row(
                 "fig3b.large_width_is_gp", "Fig. 3b", "At large width the theory's accuracy is "
                 "the GP limit's (the action's GP limit)", "",
-                paired_equivalent(*_aligned(at_large, _correct(ep, "gp")), margin),
+                c.paired_equivalent(*_aligned(at_large, _correct(ep, "gp")), margin),
                 f"test accuracy theory (N = {large:g}, the grid's largest) - GP, paired per "
                 f"episode, within +-{margin:g} (TOST; ACCURACY_MARGIN)", EPISODE, c.CHECK))
     return rows

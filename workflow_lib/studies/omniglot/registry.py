@@ -9,7 +9,7 @@ Snakemake (``python -m workflow_lib omniglot``) both build on it."""
 
 from __future__ import annotations
 
-from workflow_lib.registry import (
+from workflow_lib.core.registry import (
     Panel,
     Rule,
     Study,

@@ -3,7 +3,7 @@
 
 Writes ``OUTDIR/{data, model, features, theory, samples, pruning}.h5``, ``OUTDIR/tables/*.csv``
 and ``OUTDIR/figures/*``, its training checkpointed under ``OUTDIR/.checkpoints``
-(``workflow_lib.checkpoints``: a run stopped there resumes when run again); ``model`` uses a
+(``workflow_lib.runtime.checkpoints``: a run stopped there resumes when run again); ``model`` uses a
 trained model artefact instead of training (as ``omniglot.model_file`` does), ``train_only``
 stops after training.
 """
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from workflow_lib.checkpoints import job_spec
-from workflow_lib.registry import Job, resolve
+from workflow_lib.core.registry import Job, resolve
+from workflow_lib.runtime.checkpoints import job_spec
 from workflow_lib.studies.omniglot.registry import FLOW, STUDY
 
 

@@ -12,12 +12,12 @@ import logging
 import jax
 import numpy as np
 
-from workflow_lib.artefacts import read_artefact, write_artefact
 from workflow_lib.attention import icl, sampling
 from workflow_lib.attention.heads import prune
-from workflow_lib.checkpoints import resumable
-from workflow_lib.keys import stage_key
-from workflow_lib.registry import Job
+from workflow_lib.core.artefacts import read_artefact, write_artefact
+from workflow_lib.core.keys import stage_key
+from workflow_lib.core.registry import Job
+from workflow_lib.runtime.checkpoints import resumable
 from workflow_lib.studies.omniglot import artefacts, theory, training
 from workflow_lib.studies.omniglot.data import SPLITS, dataset
 
@@ -45,7 +45,7 @@ def omniglot_data(job: Job) -> None:
 def omniglot_train(job: Job) -> None:
     """Train the gradient-descent model on fresh episodes of the training characters, with the
     validation accuracy after every block (``studies.omniglot.training``), resuming from the
-    job's checkpoint (``workflow_lib.checkpoints``)."""
+    job's checkpoint (``workflow_lib.runtime.checkpoints``)."""
     p, cfg = job.params, job.params["omniglot"]
     data = artefacts.EpisodeData(job.input["data"])
     bank = data.bank("train")

@@ -1,11 +1,11 @@
 """Stage ``omniglot_tables``: the CSV tables of the one-shot Omniglot study
-(``omniglot.tables``); its claims table is made by ``workflow_lib.claims_stage`` and its panels
-(Fig. 3b-f of the attention-paths paper) are drawn by ``workflow_lib.figures``."""
+(``omniglot.tables``); its claims table is made by ``workflow_lib.claims.stage`` and its panels
+(Fig. 3b-f of the attention-paths paper) are drawn by ``workflow_lib.pages.figure``."""
 
 from __future__ import annotations
 
-from workflow_lib.artefacts import read_artefact, write_csv
-from workflow_lib.registry import Job
+from workflow_lib.core.artefacts import read_artefact, write_csv
+from workflow_lib.core.registry import Job
 from workflow_lib.studies.omniglot import artefacts, tables
 
 

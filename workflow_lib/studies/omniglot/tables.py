@@ -8,9 +8,9 @@ import json
 import numpy as np
 import pandas as pd
 
-from workflow_lib.artefacts import Artefact
 from workflow_lib.attention import icl, model
 from workflow_lib.attention.heads import path_labels
+from workflow_lib.core.artefacts import Artefact
 
 
 def sem(accuracy: float, n: int) -> float:

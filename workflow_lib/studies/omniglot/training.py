@@ -27,8 +27,8 @@ import numpy as np
 import optax
 from jax import lax
 
-from workflow_lib import checkpoints
 from workflow_lib.attention import icl
+from workflow_lib.runtime import checkpoints
 from workflow_lib.studies.omniglot.data import Embeddings, episode_draw, sequences
 
 log = logging.getLogger("workflow_lib.attention")
@@ -97,9 +97,9 @@ def train(
     the accuracy on ``held_out = (x0: (n, T, N0), y: (n,))``.
 
     The steps run in compiled calls of about ``CHUNK_SECONDS`` each (within a block), each a
-    boundary of the job's checkpoint (``workflow_lib.checkpoints``, loop ``CHECKPOINT``): one
-    program whatever the call's steps, the episodes of step ``s`` drawn from ``fold_in(key, s)``,
-    so a resumed run gives the numbers of one never stopped."""
+    boundary of the job's checkpoint (``workflow_lib.runtime.checkpoints``, loop ``CHECKPOINT``):
+    one program whatever the call's steps, the episodes of step ``s`` drawn from ``fold_in(key,
+    s)``, so a resumed run gives the numbers of one never stopped."""
     k_init, k_data = jax.random.split(key)
     tokens, starts = jnp.asarray(tokens), jnp.asarray(starts)
     params = icl.init(k_init, net, recipe.init)

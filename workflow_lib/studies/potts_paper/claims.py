@@ -1,5 +1,5 @@
 """The Potts paper's claims (Rende et al. 2024, Figs. 2-3) and the project's protocol checks,
-measured on the study's tables with the pre-registered tests of ``workflow_lib.claims``.
+measured on the study's tables with the pre-registered tests of ``workflow_lib.claims.statistics``.
 
 The unit is the realisation (couplings, data set and fits): two models are compared paired per
 realisation, and every realisation counts in n. Every contrast, its direction and the location it
@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from workflow_lib import claims as c
+from workflow_lib.claims import statistics as c
 from workflow_lib.studies.potts_paper.tables import interpolation_curve
 
 STUDY = "potts_paper"

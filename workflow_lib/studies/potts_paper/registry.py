@@ -5,8 +5,7 @@ left), the tables across realisations, the figures and the claims table."""
 
 from __future__ import annotations
 
-from workflow_lib.mlm.architectures import FIG2B, family_option, parse_arch, restarts
-from workflow_lib.registry import (
+from workflow_lib.core.registry import (
     Panel,
     Rule,
     Study,
@@ -15,6 +14,7 @@ from workflow_lib.registry import (
     figure_rule,
     no_params,
 )
+from workflow_lib.mlm.architectures import FIG2B, family_option, parse_arch, restarts
 
 STAGES = "workflow_lib.studies.potts_paper"
 DRAW = f"{STAGES}.figures"

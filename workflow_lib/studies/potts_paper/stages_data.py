@@ -6,15 +6,16 @@ import logging
 
 import numpy as np
 
-from workflow_lib.artefacts import read_artefact, write_artefact
-from workflow_lib.checkpoints import resumable
-from workflow_lib.keys import stage_key
+from workflow_lib.core.artefacts import read_artefact, write_artefact
+from workflow_lib.core.errors import StageError
+from workflow_lib.core.keys import stage_key
+from workflow_lib.core.registry import Job
 from workflow_lib.potts import model
 from workflow_lib.potts.artefact import POTTS_SAMPLES
 from workflow_lib.potts.beta_tuning import TuningError
 from workflow_lib.potts.protocols import PROTOCOLS
 from workflow_lib.potts.verified_sampling import sample_to_target
-from workflow_lib.registry import Job, StageError
+from workflow_lib.runtime.checkpoints import resumable
 from workflow_lib.studies.potts_paper.artefacts import POTTS_COUPLINGS
 
 log = logging.getLogger("workflow_lib.stages")
@@ -36,7 +37,7 @@ def couplings(job: Job) -> None:
 def sample(job: Job) -> None:
     """Sample train and test sequences (at a tuned beta, verified on the data set, unless beta is
     given) and store them with their diagnostics, resuming from the job's checkpoint
-    (``workflow_lib.checkpoints``: the single chains' blocks and finished calls).
+    (``workflow_lib.runtime.checkpoints``: the single chains' blocks and finished calls).
 
     Datasets: ``train: (n_train, L) uint8``, ``test: (n_test, L) uint8``, ``J``, ``U``,
     ``saved_energy: (n_train + n_test,)``, ``energy_acf``, ``burn_in_energy: (burn_in,

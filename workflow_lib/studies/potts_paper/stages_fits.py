@@ -7,15 +7,15 @@ import logging
 
 import numpy as np
 
-from workflow_lib.artefacts import write_artefact
-from workflow_lib.checkpoints import resumable
-from workflow_lib.keys import stage_key
+from workflow_lib.core.artefacts import write_artefact
+from workflow_lib.core.keys import stage_key
+from workflow_lib.core.registry import Job
 from workflow_lib.mlm.architectures import parse_arch, training_config
 from workflow_lib.mlm.plm import fit_plm, plm_config
 from workflow_lib.mlm.sample_complexity import curve
 from workflow_lib.mlm.train import Problem, train_many
 from workflow_lib.potts.artefact import load_samples
-from workflow_lib.registry import Job
+from workflow_lib.runtime.checkpoints import resumable
 from workflow_lib.studies.potts_paper.artefacts import MLM_TRAIN, PLM_FIT, SAMPLE_COMPLEXITY
 
 log = logging.getLogger("workflow_lib.stages")
@@ -34,7 +34,7 @@ def train(job: Job) -> None:
     ``attention: (L, L)`` (factored: after the scale fit), ``params/...``, ``J: (L, L)``.
     Attributes: ``arch``, ``a`` (interpolated only), ``optimal_loss`` and the final metrics
     (``realisations_per_program``: the size of the chunk it was trained in). Resumes from the
-    job's checkpoint (``workflow_lib.checkpoints``) at the end of a chunk of epochs.
+    job's checkpoint (``workflow_lib.runtime.checkpoints``) at the end of a chunk of epochs.
     """
     p = job.params
     arch, a = parse_arch(p["arch"])
@@ -101,7 +101,7 @@ def sample_complexity(job: Job) -> None:
     configured starts, the lowest objective kept) on the first M training sequences, for every M
     of ``sample_complexity.M``; test loss on the realisation's test set
     (``workflow_lib.mlm.sample_complexity.curve``; the l2's form: ``sample_complexity.penalty``),
-    resuming from the job's checkpoint (``workflow_lib.checkpoints``).
+    resuming from the job's checkpoint (``workflow_lib.runtime.checkpoints``).
 
     Datasets: ``M: (n_M,)`` and per M the curve's columns (``test_loss``,
     ``test_loss_heldout``, ``train_loss``, ``pearson_r``, ``grad_norm``, ``converged``,

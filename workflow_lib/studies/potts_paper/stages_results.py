@@ -1,13 +1,13 @@
 """Stage ``aggregate``: the Potts paper's tables; its claims table is made by
-``workflow_lib.claims_stage`` and its panels are drawn by ``workflow_lib.figures``."""
+``workflow_lib.claims.stage`` and its panels are drawn by ``workflow_lib.pages.figure``."""
 
 from __future__ import annotations
 
 import logging
 
-from workflow_lib.artefacts import write_csv
-from workflow_lib.registry import Job
-from workflow_lib.shards import finish_tables
+from workflow_lib.core.artefacts import write_csv
+from workflow_lib.core.realisations import finish_tables
+from workflow_lib.core.registry import Job
 from workflow_lib.studies.potts_paper import tables
 from workflow_lib.studies.potts_paper.registry import STUDY
 

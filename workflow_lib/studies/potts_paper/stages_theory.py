@@ -9,8 +9,8 @@ import zlib
 
 import numpy as np
 
-from workflow_lib.artefacts import write_artefact
-from workflow_lib.registry import Job
+from workflow_lib.core.artefacts import write_artefact
+from workflow_lib.core.registry import Job
 from workflow_lib.replica import curves, gaussian
 from workflow_lib.studies.potts_paper.artefacts import REPLICA_SIMULATIONS, REPLICA_THEORY
 

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from workflow_lib.artefacts import read_artefact
+from workflow_lib.core.artefacts import read_artefact
 from workflow_lib.mlm.architectures import FIG2B
 from workflow_lib.potts.artefact import POTTS_SAMPLES
 from workflow_lib.studies.potts_paper.artefacts import (

@@ -1,27 +1,26 @@
 """The protein claim that motivates the Potts paper, measured on the study's tables with
-``workflow_lib.claims``: on protein families a single layer of factored attention "performed as
-well as a deep transformer, and significantly better than a single layer of vanilla
+``workflow_lib.claims.statistics``: on protein families a single layer of factored attention
+"performed as well as a deep transformer, and significantly better than a single layer of vanilla
 self-attention" (Bhattacharya et al. 2020, quoted by Rende et al. 2024, Sec. I), in contact
 precision at L (P@L) and in held-out masked-token loss. The units are families: each model's
-held-out loss and P@L are averaged over the family's held-out splits first (the splits share
-most sequences), then paired per family; factored attention is represented, on each split, by
-its number of heads (and attention form) with the lowest validation loss (``tables.
-factored_choice``), a choice made on validation sequences carved from the training sequences,
-never on the held-out ones the claims test. A comparison with a transformer is gated by the check
-that it reached its stop criterion on every split (``proteins.<arch>.converged``); a reported
-check says whether the factored fits' penalty lets the held-out loss rise with the heads.
-"Significantly better" is a one-sided paired test, "as well as" a
-non-inferiority test with the project's margin, "its contacts are plmDCA's" an equivalence
-(TOST); each margin is a ``Criterion`` with its reason. Each precision row states the contact
-definition and the random-ranking precision beside it. Every claim is gated by the check that
-the fits converged, the plmDCA comparison also by plmDCA's reference checks where the run has
-them."""
+held-out loss and P@L are averaged over the family's held-out splits first (the splits share most
+sequences), then paired per family; factored attention is represented, on each split, by its number
+of heads (and attention form) with the lowest validation loss (``tables. factored_choice``), a
+choice made on validation sequences carved from the training sequences, never on the held-out ones
+the claims test. A comparison with a transformer is gated by the check that it reached its stop
+criterion on every split (``proteins.<arch>.converged``); a reported check says whether the factored
+fits' penalty lets the held-out loss rise with the heads. "Significantly better" is a one-sided
+paired test, "as well as" a non-inferiority test with the project's margin, "its contacts are
+plmDCA's" an equivalence (TOST); each margin is a ``Criterion`` with its reason. Each precision row
+states the contact definition and the random-ranking precision beside it. Every claim is gated by
+the check that the fits converged, the plmDCA comparison also by plmDCA's reference checks where the
+run has them."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from workflow_lib import claims as c
+from workflow_lib.claims import statistics as c
 
 STUDY = "proteins"
 SOURCE = "Bhattacharya et al. 2020"

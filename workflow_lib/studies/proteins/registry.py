@@ -5,8 +5,8 @@ tables, the figures and the claims table of the protein claim that motivates the
 
 from __future__ import annotations
 
+from workflow_lib.core.registry import Panel, Rule, Study, claims_rule, constant, figure_rule
 from workflow_lib.proteins import factored_form
-from workflow_lib.registry import Panel, Rule, Study, claims_rule, constant, figure_rule
 from workflow_lib.studies.proteins import resources
 
 STAGES = "workflow_lib.studies.proteins"

@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from workflow_lib.core.registry import Config, Wildcards
 from workflow_lib.proteins import factored_form
 from workflow_lib.proteins.alignment import AlignmentError, alignment_size
-from workflow_lib.registry import Config, Wildcards
 
 # Relative paths of a config are relative to the repository, the Snakefile's folder: this package's
 # parent (Snakemake puts the Snakefile's folder first on sys.path).

@@ -13,9 +13,10 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from workflow_lib.artefacts import read_artefact, write_artefact
-from workflow_lib.checkpoints import resumable
-from workflow_lib.keys import stage_key
+from workflow_lib.core.artefacts import read_artefact, write_artefact
+from workflow_lib.core.errors import StageError
+from workflow_lib.core.keys import stage_key
+from workflow_lib.core.registry import Job
 from workflow_lib.proteins.alignment import (
     ALPHABET,
     Focus,
@@ -28,7 +29,7 @@ from workflow_lib.proteins.fitting import fit_model
 from workflow_lib.proteins.models import weighted_mean
 from workflow_lib.proteins.splits import held_out_split
 from workflow_lib.proteins.weights import sequence_weights
-from workflow_lib.registry import Job, StageError
+from workflow_lib.runtime.checkpoints import resumable
 from workflow_lib.studies.proteins.artefacts import PROTEIN_DATA, PROTEIN_FIT
 
 log = logging.getLogger("workflow_lib.proteins")
@@ -152,7 +153,8 @@ def _focus_row(focus: Focus, seqs: np.ndarray, rows: np.ndarray, residues: np.nd
 @resumable
 def protein_fit(job: Job) -> None:
     """Fit one model on the fitted rows of one split, scored on its validation rows
-    (``fitting.fit_model``), resuming from the job's checkpoint (``workflow_lib.checkpoints``).
+    (``fitting.fit_model``), resuming from the job's checkpoint
+    (``workflow_lib.runtime.checkpoints``).
 
     Datasets: ``scores: (L, L)`` contact scores (and a transformer's ``jacobian_scores: (L, L)``
     and training curve ``curve/{step,train_loss,validation_loss}: (n,)``);

@@ -11,12 +11,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from workflow_lib.artefacts import read_artefact, write_csv
-from workflow_lib.plotting import save_figure
+from workflow_lib.core.artefacts import read_artefact, write_csv
+from workflow_lib.core.errors import StageError
+from workflow_lib.core.plotting import save_figure
+from workflow_lib.core.registry import Job
 from workflow_lib.proteins import contacts
 from workflow_lib.proteins.alignment import ALPHABET
 from workflow_lib.proteins.contact_lists import check_numbering, contact_list, write_contact_list
-from workflow_lib.registry import Job, StageError
 from workflow_lib.studies.proteins import figures, tables
 from workflow_lib.studies.proteins.artefacts import PROTEIN_DATA, PROTEIN_FINAL_FIT
 

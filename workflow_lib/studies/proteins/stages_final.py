@@ -12,11 +12,12 @@ import jax
 import numpy as np
 import pandas as pd
 
-from workflow_lib.artefacts import Artefact, read_artefact, write_artefact
-from workflow_lib.keys import stage_key
+from workflow_lib.core.artefacts import Artefact, read_artefact, write_artefact
+from workflow_lib.core.errors import StageError
+from workflow_lib.core.keys import stage_key
+from workflow_lib.core.registry import Job
 from workflow_lib.proteins.fitting import fit_final
 from workflow_lib.proteins.run_names import TRANSFORMERS
-from workflow_lib.registry import Job, StageError
 from workflow_lib.studies.proteins import tables
 from workflow_lib.studies.proteins.artefacts import PROTEIN_DATA, PROTEIN_FINAL_FIT, PROTEIN_FIT
 

@@ -1,12 +1,12 @@
 """Stage ``protein_tables``: tidy tables of the fits; its claims table is made by
-``workflow_lib.claims_stage`` and its panels (precision against rank, contact maps) are drawn by
-``workflow_lib.figures``."""
+``workflow_lib.claims.stage`` and its panels (precision against rank, contact maps) are drawn by
+``workflow_lib.pages.figure``."""
 
 from __future__ import annotations
 
-from workflow_lib.artefacts import read_artefact, write_csv
-from workflow_lib.registry import Job
-from workflow_lib.shards import finish_tables
+from workflow_lib.core.artefacts import read_artefact, write_csv
+from workflow_lib.core.realisations import finish_tables
+from workflow_lib.core.registry import Job
 from workflow_lib.studies.proteins import tables
 from workflow_lib.studies.proteins.artefacts import PROTEIN_DATA, PROTEIN_FIT
 from workflow_lib.studies.proteins.registry import STUDY

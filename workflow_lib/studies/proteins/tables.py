@@ -11,7 +11,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from workflow_lib.artefacts import Artefact
+from workflow_lib.core.artefacts import Artefact
 from workflow_lib.proteins import contacts, factored_form
 from workflow_lib.proteins.contacts import JACOBIAN_SUFFIX
 

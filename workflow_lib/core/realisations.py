@@ -14,28 +14,24 @@ with one row per realisation and more, sorted by realisation (stably: within a r
 rows keep the order its jobs give them), then the summaries across realisations computed from
 them. Concatenating the shards' per-realisation tables and sorting them by realisation therefore
 gives the whole run's tables to the last digit, and its summaries follow
-(``workflow_lib.shard_snapshots``).
+(``workflow_lib.shards.snapshots``).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from workflow_lib.config import ConfigError
-from workflow_lib.registry import Config, Study, chunk_label, resolve, studies
+from workflow_lib.core.errors import ConfigError
+from workflow_lib.core.registry import Config, Study, chunk_label, resolve
 
 if TYPE_CHECKING:
     import pandas as pd
 
 REALISATION = "realisation"  # the column of a per-realisation table
-MANIFEST = "manifest.json"  # a run's manifest in its results folder (workflow_lib.run_manifest)
+MANIFEST = "manifest.json"  # a run's manifest in its results folder (workflow_lib.shards.manifest)
 RUN_KEYS = ("shard", "shard_studies", "results")  # keys that change no number: not in the digest
-
-
-class ShardError(ValueError):
-    """Shards cannot be snapshotted or merged as asked; the message is one line for the user."""
 
 
 def parse(shard: str) -> range:
@@ -72,13 +68,13 @@ def snapshot_name(shard: str, studies_: list[str] | None) -> str:
     return label(shard) + ("" if studies_ is None else "." + "+".join(sorted(studies_)))
 
 
-def check(cfg: Config) -> None:
+def check(cfg: Config, studies: Sequence[Study]) -> None:
     """Raise ``ConfigError`` (one line naming the key, its value and what is allowed) unless the
-    shard of ``cfg`` lies within the realisations of its studies and, when it runs the Potts
-    paper, starts and ends on the bounds of its training chunks
+    shard of ``cfg`` lies within the realisations of ``studies`` (every study) and, when it runs
+    the Potts paper, starts and ends on the bounds of its training chunks
     (``compute.realisations_per_job``)."""
     ids = shard_range(cfg)
-    sharded = [study.name for study in studies() if study.realisations]
+    sharded = [study.name for study in studies if study.realisations]
     for i, name in enumerate(cfg["shard_studies"] or []):
         if name not in sharded:
             raise ConfigError(f"shard_studies.{i} = {json.dumps(name)}: must be one of "
@@ -91,7 +87,7 @@ def check(cfg: Config) -> None:
     text = f"shard = {json.dumps(cfg['shard'])}"
     if not ids:
         raise ConfigError(f"{text}: FIRST must not exceed LAST")
-    counts = {study.realisations: study.realisation_count(cfg) for study in studies()
+    counts = {study.realisations: study.realisation_count(cfg) for study in studies
               if study.realisations}
     most = max(counts.values())
     if ids[-1] >= most:
@@ -125,11 +121,10 @@ def finish_tables(study: Study, tables: Mapping[str, pd.DataFrame]) -> dict[str,
     return out
 
 
-def manifest_params(cfg: Config, names: list[str]) -> dict[str, Any]:
-    """The config slice of the run's manifest (``workflow_lib.run_manifest``) over studies
-    ``names``: the shard (None for a whole run), the config without ``RUN_KEYS`` and each study's
+def manifest_params(cfg: Config, studies: Sequence[Study]) -> dict[str, Any]:
+    """The config slice of the run's manifest (``workflow_lib.shards.manifest``) over the studies
+    it runs: the shard (None for a whole run), the config without ``RUN_KEYS`` and each study's
     realisations in the run."""
-    by_name = {study.name: study for study in studies()}
     config = {key: value for key, value in cfg.items() if key not in RUN_KEYS}
     return {"shard": cfg["shard"], "shard_studies": cfg["shard_studies"], "config": config,
-            "realisations": {name: realisations(cfg, by_name[name]) for name in names}}
+            "realisations": {study.name: realisations(cfg, study) for study in studies}}

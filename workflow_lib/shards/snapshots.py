@@ -1,8 +1,8 @@
-"""The snapshots of shards (``workflow_lib.shards``): a shard's snapshot, and the merge of a
-run's shard snapshots into its snapshot.
+"""The snapshots of shards (``workflow_lib.core.realisations``): a shard's snapshot, and the merge
+of a run's shard snapshots into its snapshot.
 
 ``python -m workflow_lib docs --preset NAME --results RESULTS`` on the results of a shard (its
-manifest, ``workflow_lib.run_manifest``, names one) writes the shard's snapshot
+manifest, ``workflow_lib.shards.manifest``, names one) writes the shard's snapshot
 ``docs/results/NAME/shards/<name>/`` (``snapshot_shard``; ``shards.snapshot_name``): the
 manifest with the config files and targets the command names, each study's per-realisation
 and shared tables under ``tables/<study>/`` and the measured costs of the shard's jobs
@@ -36,23 +36,24 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from workflow_lib.artefacts import atomic_path, write_csv
-from workflow_lib.config import study_keys
-from workflow_lib.pages import job_costs, job_realisations, recompute_claims
-from workflow_lib.registry import Config, Panel, Study, resolve, studies
-from workflow_lib.run_manifest import record as manifest_record
-from workflow_lib.shards import (
+from workflow_lib.claims.study import STARTED
+from workflow_lib.core.artefacts import atomic_path, write_csv
+from workflow_lib.core.config import study_keys
+from workflow_lib.core.errors import ShardError
+from workflow_lib.core.realisations import (
     MANIFEST,
     REALISATION,
     RUN_KEYS,
-    ShardError,
     finish_tables,
     manifest_params,
     parse,
     realisations,
     snapshot_name,
 )
-from workflow_lib.study_claims import STARTED
+from workflow_lib.core.registry import Config, Panel, Study, resolve
+from workflow_lib.core.studies import studies
+from workflow_lib.pages.results import job_costs, job_realisations, recompute_claims
+from workflow_lib.shards.manifest import record as manifest_record
 
 SHARDS = "shards"  # the folder of a run's shard snapshots, in its snapshot
 ERROR = "error: "  # how a stage's log ends when the stage reports why it failed (__main__)
@@ -68,7 +69,7 @@ def _write_json(path: Path, record: dict[str, Any]) -> None:
 
 
 def read_manifest(results: Path) -> dict[str, Any] | None:
-    """The manifest of the run in ``results`` (``workflow_lib.run_manifest``), or None (a run
+    """The manifest of the run in ``results`` (``workflow_lib.shards.manifest``), or None (a run
     from before manifests)."""
     path = results / MANIFEST
     return json.loads(path.read_text()) if path.is_file() else None
@@ -201,7 +202,7 @@ def snapshot_failed(results: Path, run: Path, cfg: Config, source: dict[str, Any
                              "cut the realisations that finish into shards of their own (--study "
                              "names the studies whose realisations failed)")
         failed[name] = {str(r): found[r] for r in ids}
-    record = manifest_record(manifest_params(cfg, names))
+    record = manifest_record(manifest_params(cfg, [by_name[name] for name in names]))
     part = cfg["shard_studies"] is not None or bool(only)
     dest = run / SHARDS / snapshot_name(cfg["shard"], names if part else None)
     build = dest.with_name(f".{dest.name}.tmp-{os.getpid()}")
@@ -389,7 +390,7 @@ def _drawn_from_tables(panel: Panel) -> bool:
 def _redraw(run: Path, study: Study, cfg: dict[str, Any]) -> None:
     """``study``'s figures in the snapshot ``run`` redrawn from its tables there: the panels that
     ``cfg`` has and that are drawn from tables alone; the others removed."""
-    from workflow_lib.plotting import save_figure  # matplotlib, for a merge only
+    from workflow_lib.core.plotting import save_figure  # matplotlib, for a merge only
 
     for panel in study.panels:
         png = run / "figures" / f"{panel.name}.png"

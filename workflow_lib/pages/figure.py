@@ -1,12 +1,13 @@
 """Stage of every study's figure rules: one panel, PNG and PDF, drawn by the draw function its
-registry entry names (``workflow_lib.registry.Panel``)."""
+registry entry names (``workflow_lib.core.registry.Panel``)."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from workflow_lib.plotting import save_figure
-from workflow_lib.registry import Job, panel, resolve
+from workflow_lib.core.plotting import save_figure
+from workflow_lib.core.registry import Job, resolve
+from workflow_lib.core.studies import panel
 
 
 def figure(job: Job) -> None:

@@ -388,3 +388,28 @@ def log_claims(claims: pd.DataFrame, log: logging.Logger) -> None:
         log.log(level, "%s %s: %.4g +- %.2g (n = %s; %s, p = %.3g): %s", r["kind"], r["id"],
                 r["measured"], r["error"], counted(int(r["n"]), r["unit"]), r["test"], r["p"],
                 r["verdict"].upper())
+
+
+def paired_equivalent(a: np.ndarray, b: np.ndarray, delta: float) -> Test:
+    """Two one-sided t-tests (TOST) of "the success rates of methods a and b on the same
+    episodes (``a``, ``b``: 0/1 per episode) differ by less than ±``delta``", on the per-episode
+    differences; does not hold when the difference lies significantly beyond ±delta. With the
+    thousands of episodes of a test set the t-distribution of a mean of bounded differences is
+    accurate, so "beyond ±delta" is the t's alone: ``equivalent`` also asks the exact
+    signed-rank p there, whose cost grows as n^3."""
+    d = np.asarray(a, float) - np.asarray(b, float)
+    n = len(d)
+    if n < 2:
+        return Test("TOST paired", float(d.mean()) if n else math.nan, math.nan, n, math.nan,
+                      math.nan, math.nan, NOT_RESOLVED)
+    mean, sem = float(d.mean()), float(d.std(ddof=1) / math.sqrt(n))
+    if sem == 0:
+        inside = abs(mean) < delta
+        return Test("TOST paired", mean, 0.0, n, math.nan, 0.0 if inside else 1.0, math.nan,
+                      HOLDS if inside else FAILS)
+    t_low, t_high = (mean + delta) / sem, (mean - delta) / sem
+    (p_low, below_low), (above_high, p_high) = t_tails(t_low, n - 1), t_tails(t_high, n - 1)
+    p, binding = max(p_low, p_high), t_low if p_low >= p_high else t_high
+    outside = below_low < ALPHA or above_high < ALPHA
+    verdict = HOLDS if p < ALPHA else FAILS if outside else NOT_RESOLVED
+    return Test("TOST paired", mean, sem, n, binding, p, math.nan, verdict)

@@ -13,8 +13,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from urllib.parse import unquote
 
-from workflow_lib.config import constraints
-from workflow_lib.presets import NOT_SET, values_table
+from workflow_lib.core.config import constraints
+from workflow_lib.pages.presets import NOT_SET, values_table
 
 LEAVES_OPEN = "x-paper-leaves-open"  # schema keyword: what the papers leave open about a key
 OPEN_ANCHOR = "choices-the-papers-leave-open"

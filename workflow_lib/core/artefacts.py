@@ -4,9 +4,9 @@ Every file carries the attributes ``schema`` (e.g. ``potts-samples/1``), ``creat
 ``workflow_lib_version``, ``git_commit``, ``config_digest``, ``config`` (the JSON of the params the
 job depended on), ``seeds``, the versions of jax, numpy and h5py, and the compute context that can
 change float results: ``jax_backend`` and ``jax_device`` (``cpu`` and ``cpu``, or ``gpu`` and the
-GPU's model name: ``workflow_lib.backend.describe``), ``xla_flags``, ``host_cpus`` (float32
+GPU's model name: ``workflow_lib.core.backend.describe``), ``xla_flags``, ``host_cpus`` (float32
 transformer training differs in its last digits between one and several XLA threads) and
-``host_cpu`` (the processor: ``workflow_lib.host``). It is
+``host_cpu`` (the processor: ``workflow_lib.core.host``). It is
 written under a temporary name in the target folder and renamed when complete, so an interrupted
 job never leaves a file that looks complete.
 
@@ -31,9 +31,9 @@ import h5py
 import numpy as np
 
 import workflow_lib
-from workflow_lib import host
-from workflow_lib.backend import describe as describe_backend
-from workflow_lib.config import digest
+from workflow_lib.core import host
+from workflow_lib.core.backend import describe as describe_backend
+from workflow_lib.core.config import digest
 
 COMPRESS_ABOVE = 4096  # elements; larger arrays get gzip + shuffle
 
@@ -43,7 +43,7 @@ class ArtefactError(RuntimeError):
 
 
 def _git_commit() -> str:
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     with suppress(OSError, subprocess.SubprocessError):
         out = subprocess.run(
             ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,

@@ -1,7 +1,7 @@
 """A study's claims table: made from its tables by the function its registry names
 (``Study.claims_of``) and checked, where it is made, for the columns every claims table has
 (``claims.COLUMNS``). A run merged from shards adds the check ``run.started`` on the table of its
-started realisations (``STARTED``, written by ``workflow_lib.shard_snapshots``)."""
+started realisations (``STARTED``, written by ``workflow_lib.shards.snapshots``)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from workflow_lib import claims as c
-from workflow_lib.registry import StageError, Study, resolve
-from workflow_lib.shards import REALISATION
+from workflow_lib.claims import statistics as c
+from workflow_lib.core.errors import StageError
+from workflow_lib.core.realisations import REALISATION
+from workflow_lib.core.registry import Study, resolve
 
 STARTED = "started"  # a merged run's table of its started realisations
 
@@ -71,7 +72,7 @@ def claims_table(of: Study, tables: Mapping[str, pd.DataFrame],
     if missing:
         raise StageError(f"study {of.name}: the claims table of {of.claims_of} has no column "
                          f"{', '.join(missing)} (every claims table has the columns "
-                         "workflow_lib.claims.COLUMNS)")
+                         "workflow_lib.claims.statistics.COLUMNS)")
     if started is None:
         return table
     held = {int(r) for name in of.realisation_tables() for r in tables[name][REALISATION]}

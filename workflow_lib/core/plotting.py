@@ -7,7 +7,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from workflow_lib.artefacts import atomic_path  # noqa: E402
+from workflow_lib.core.artefacts import atomic_path  # noqa: E402
 
 
 def save_figure(fig: plt.Figure, outputs: dict[str, str]) -> None:

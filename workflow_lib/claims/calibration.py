@@ -1,5 +1,5 @@
-"""Calibration of the claims tests (``workflow_lib.claims``): how often each kind of test says
-"holds" on synthetic per-unit tables drawn with no effect (its size, at most the nominal
+"""Calibration of the claims tests (``workflow_lib.claims.statistics``): how often each kind of test
+says "holds" on synthetic per-unit tables drawn with no effect (its size, at most the nominal
 ``claims.ALPHA``) and with an effect of stated size (its power), at n = 3, 8 and 30 units.
 
 Each kind draws ``reps`` tables of ``n`` units from a fixed seed, so the table is the same on
@@ -19,8 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from workflow_lib import claims as c
-from workflow_lib.studies.omniglot.claims import paired_equivalent
+from workflow_lib.claims import statistics as c
 
 SIZES = (3, 8, 30)
 REPS = 2000
@@ -109,13 +108,13 @@ def _tost_large_width(rng: np.random.Generator, n: int, effect: bool) -> c.Test:
 
 
 def _tost_episodes(rng: np.random.Generator, n: int, effect: bool) -> c.Test:
-    """``omniglot.claims.paired_equivalent`` within +-0.02 on ``500 n`` episodes (``omniglot``
+    """``statistics.paired_equivalent`` within +-0.02 on ``500 n`` episodes (``omniglot``
     ``samples_on_theory``: samples alone right on 1.6 % of the episodes, theory alone on 2.0 %):
     the same discordance, 1.6 % vs 2.0 % (effect) or 2.8 % vs 0.8 % (null: a difference of 0.02,
     the margin)."""
     only_a, only_b = (0.016, 0.020) if effect else (0.028, 0.008)
     outcome = rng.choice(3, 500 * n, p=[1 - only_a - only_b, only_a, only_b])
-    return paired_equivalent(outcome == 1, outcome == 2, 0.02)
+    return c.paired_equivalent(outcome == 1, outcome == 2, 0.02)
 
 
 def _partial(rng: np.random.Generator, n: int, effect: bool) -> c.Test:

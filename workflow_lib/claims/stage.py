@@ -7,10 +7,11 @@ import logging
 
 import pandas as pd
 
-from workflow_lib.artefacts import write_csv
-from workflow_lib.claims import log_claims
-from workflow_lib.registry import Job, study
-from workflow_lib.study_claims import claims_table
+from workflow_lib.claims.statistics import log_claims
+from workflow_lib.claims.study import claims_table
+from workflow_lib.core.artefacts import write_csv
+from workflow_lib.core.registry import Job
+from workflow_lib.core.studies import study
 
 log = logging.getLogger("workflow_lib.stages")
 

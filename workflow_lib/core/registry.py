@@ -1,4 +1,4 @@
-"""What a rule is: the registry types every study declares its rules with, and the list of studies.
+"""What a rule is: the registry types every study declares its rules and panels with.
 
 Each study folder (``workflow_lib/studies/<name>/``) holds a ``registry.py`` with one ``Study``:
 for each of its rules the stage function it runs, the config slice it depends on, its resources
@@ -9,7 +9,7 @@ the SLURM submissions and the command line all read it.
 Stages take a ``Job``: the rule's input and output paths, the config slice it depends on
 (``params``), its seeds, threads and device. Stages read and write artefacts; the science lives
 in the other subpackages. Registries describe rules and compute nothing, so code digests do not
-follow them (``workflow_lib.code_digest``): a change to one shows in the jobs' params and
+follow them (``workflow_lib.core.code_digest``): a change to one shows in the jobs' params and
 outputs.
 """
 
@@ -22,10 +22,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-# The studies, in the order the report and the docs list them: a new study is a folder under
-# ``workflow_lib/studies/`` and its name here.
-STUDY_NAMES = ("potts_paper", "attention_hmm", "omniglot", "proteins")
-
 Config = dict[str, Any]
 Wildcards = Mapping[str, str]
 Params = Callable[[Config, Wildcards], dict[str, Any]]
@@ -35,9 +31,9 @@ Amount = Callable[[Config, Wildcards], float]  # before scaling by the attempt
 @dataclass(frozen=True)
 class Job:
     """``input``/``output``: name -> path; ``params``: the config slice (recorded and hashed);
-    ``device``: ``'cpu'`` or ``'gpu'``, the backend the stage runner lets JAX use
-    (``Rule.device``, ``workflow_lib.backend``); ``checkpoint``: where and how often a stage with
-    long loops checkpoints them (``workflow_lib.checkpoints.job_spec``; None: it does not)."""
+    ``device``: ``'cpu'`` or ``'gpu'``, the backend the stage runner lets JAX use (``Rule.device``,
+    ``workflow_lib.core.backend``); ``checkpoint``: where and how often a stage with long loops
+    checkpoints them (``workflow_lib.runtime.checkpoints.job_spec``; None: it does not)."""
 
     input: dict[str, Any] = field(default_factory=dict)
     output: dict[str, str] = field(default_factory=dict)
@@ -45,11 +41,6 @@ class Job:
     threads: int = 1
     device: str = "cpu"
     checkpoint: dict[str, Any] | None = None
-
-
-class StageError(RuntimeError):
-    """A stage's output fails a property it promises; the message is one line for the user and
-    no artefact is written."""
 
 
 def no_params(cfg: Config, wildcards: Wildcards) -> dict[str, Any]:
@@ -69,8 +60,8 @@ def constant(value: float) -> Amount:
 
 # The stages every study shares: its claims table (from its tables, by its ``claims_of``) and
 # one figure panel (drawn by the panel's ``draw``).
-CLAIMS_STAGE = "workflow_lib.claims_stage:claims"
-FIGURE_STAGE = "workflow_lib.figures:figure"
+CLAIMS_STAGE = "workflow_lib.claims.stage:claims"
+FIGURE_STAGE = "workflow_lib.pages.figure:figure"
 
 
 @dataclass(frozen=True)
@@ -135,12 +126,12 @@ class Study:
     the results its rules write, where Snakemake's benchmarks of its jobs mirror them; default:
     the study's name).
 
-    How its runs split into shards (``workflow_lib.shards``): ``realisations``, the dotted config
-    key of the number of its realisations (empty: it has none, and no shard runs it);
+    How its runs split into shards (``workflow_lib.core.realisations``): ``realisations``, the
+    dotted config key of the number of its realisations (empty: it has none, and no shard runs it);
     ``shared_tables``, the tables that do not depend on the realisations (every shard writes them
     alike); ``summaries``, the tables computed across realisations from the others, by name:
-    ``'module:function'`` that returns one from the dict of the others (table name ->
-    DataFrame). Every other table is per realisation: it has a ``realisation`` column."""
+    ``'module:function'`` that returns one from the dict of the others (table name -> DataFrame).
+    Every other table is per realisation: it has a ``realisation`` column."""
 
     name: str
     title: str
@@ -227,71 +218,6 @@ def resolve(target: str) -> Callable[..., Any]:
     return getattr(importlib.import_module(module), function)
 
 
-def _report_params(cfg: Config, wildcards: Wildcards) -> dict[str, Any]:
-    """The report page's params, which the page shows: each study's title and citation
-    (``texts``), the run's config files as merged (``configfiles``, the ``configfiles`` the rule
-    passes) and the Potts paper's target distance (``target_hamming``)."""
-    return {"texts": {study.name: [study.title, study.paper] for study in studies()},
-            "configfiles": list(wildcards["configfiles"]),
-            "target_hamming": cfg["beta_tuning"]["target_hamming"]}
-
-
-def _manifest_params(cfg: Config, wildcards: Wildcards) -> dict[str, Any]:
-    """The manifest's params: the run's shard, config and realisations of the studies it runs
-    (``workflow_lib.shards.manifest_params``)."""
-    from workflow_lib.shards import manifest_params  # it reads this module
-
-    return manifest_params(cfg, list(wildcards["studies"]))
-
-
-# Rules of no single study: the report's front page from every study's claims table, and the
-# run's manifest (what a snapshot of it records).
-SHARED = (Rule("report_page", "workflow_lib.front_page:report_page", _report_params,
-               constant(10), constant(2000), local=True),
-          Rule("manifest", "workflow_lib.run_manifest:manifest", _manifest_params,
-               constant(10), constant(2000), local=True))
-
-
-def studies() -> tuple[Study, ...]:
-    """Every study's registry, in ``STUDY_NAMES`` order."""
-    return tuple(importlib.import_module(f"workflow_lib.studies.{name}.registry").STUDY
-                 for name in STUDY_NAMES)
-
-
-def rules() -> dict[str, Rule]:
-    """Every rule, the shared ones and every study's, by name (names are unique)."""
-    out: dict[str, Rule] = {}
-    for each in (*SHARED, *(r for study in studies() for r in study.rules)):
-        if each.name in out:
-            raise ValueError(f"rule {each.name!r} is registered twice")
-        out[each.name] = each
-    return out
-
-
-def study(name: str) -> Study:
-    """The registry of study ``name``."""
-    for each in studies():
-        if each.name == name:
-            return each
-    raise KeyError(f"no study {name!r} in STUDY_NAMES")
-
-
-def owner(rule: str) -> Study:
-    """The study that registers rule ``rule``."""
-    for each in studies():
-        if any(r.name == rule for r in each.rules):
-            return each
-    raise KeyError(f"no study registers rule {rule!r}")
-
-
-def panel(name: str) -> Panel:
-    """Panel ``name`` of any study (panel names are unique: they name ``figures/<name>.png``)."""
-    found = [each for study in studies() for each in study.panels if each.name == name]
-    if len(found) != 1:
-        raise KeyError(f"{len(found)} studies have a panel {name!r}; expected one")
-    return found[0]
-
-
 def chunks(realisations: Sequence[int], size: int) -> list[list[int]]:
     """``realisations`` in consecutive chunks of ``size`` (the last may be shorter): the
     realisations one job of a chunked rule fits side by side (``compute.realisations_per_job``)."""
@@ -313,21 +239,3 @@ def registered(rule: str) -> str:
     """The registered rule a Snakemake rule runs: ``rule`` itself, or for a chunk's rule
     (``chunk_rule``) the name it was made from."""
     return re.sub(r"_r\d+(_\d+)?$", "", rule)
-
-
-def stage_code(name: str, wildcards: Wildcards) -> tuple[str, ...]:
-    """The ``'module:function'`` targets whose code a job of rule ``name`` runs: its stage and,
-    for a figure job (a ``panel`` wildcard), the panel's draw function, for a claims job its
-    study's ``claims_of``."""
-    stage = rules()[name].stage
-    if "panel" in wildcards:
-        return stage, panel(wildcards["panel"]).draw
-    if stage == CLAIMS_STAGE:
-        return stage, owner(name).claims_of
-    return (stage,)
-
-
-def stages() -> dict[str, str]:
-    """Rule name -> ``'module:function'`` of its stage: what ``python -m workflow_lib stage``
-    runs, and what the rule's code digest is derived from."""
-    return {name: each.stage for name, each in rules().items()}

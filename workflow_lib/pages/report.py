@@ -19,8 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from workflow_lib.artefacts import atomic_path
-from workflow_lib.claims import (
+from workflow_lib.claims.statistics import (
     ALPHA,
     CHECK,
     CLAIM,
@@ -31,10 +30,12 @@ from workflow_lib.claims import (
     counted,
     every,
 )
-from workflow_lib.readings import PAPER_DISTANCE, reading
-from workflow_lib.registry import Job, studies
-from workflow_lib.verdicts import DEFAULT_STUDY, IDENTITY_PRESET, check_ids, read_claims
-from workflow_lib.verdicts import why_not_resolved as _why
+from workflow_lib.core.artefacts import atomic_path
+from workflow_lib.core.registry import Job
+from workflow_lib.core.studies import studies
+from workflow_lib.pages.readings import PAPER_DISTANCE, reading
+from workflow_lib.pages.verdicts import DEFAULT_STUDY, IDENTITY_PRESET, check_ids, read_claims
+from workflow_lib.pages.verdicts import why_not_resolved as _why
 
 HEADING = "What self-attention learns from masked language modelling"
 EVERY_UNIT = every([]).name  # the test of a protocol check that every unit passes

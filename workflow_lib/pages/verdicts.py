@@ -3,7 +3,7 @@ verdict counts, what a verdict is, why claims are not resolved (the checks that 
 the verdicts of the committed runs of the quick preset under each reading of the Potts paper.
 
 Every number is read from a claims table (``claims.COLUMNS``); the words of a verdict follow
-``workflow_lib.claims``.
+``workflow_lib.claims.statistics``.
 """
 
 from __future__ import annotations
@@ -14,10 +14,19 @@ from pathlib import Path
 
 import pandas as pd
 
-from workflow_lib.claims import ALPHA, CHECK, CLAIM, FAILS, HOLDS, NOT_RESOLVED, VERDICTS, counted
-from workflow_lib.config import read_config_files
-from workflow_lib.presets import QUICK, REPOSITORY
-from workflow_lib.readings import reading
+from workflow_lib.claims.statistics import (
+    ALPHA,
+    CHECK,
+    CLAIM,
+    FAILS,
+    HOLDS,
+    NOT_RESOLVED,
+    VERDICTS,
+    counted,
+)
+from workflow_lib.core.config import read_config_files
+from workflow_lib.pages.presets import QUICK, REPOSITORY
+from workflow_lib.pages.readings import reading
 
 DEFAULT_STUDY = "potts_paper"
 """The study whose claims the default run's words count: the Potts paper's."""

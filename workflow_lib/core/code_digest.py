@@ -1,15 +1,14 @@
 """Code digests of workflow stages, derived from their imports (no hand-kept lists).
 
-A stage is ``module:function`` (``workflow_lib.registry.stages()``). Its code is: the stage module,
-the package modules the *function* reaches through the stage module's top-level names (its helpers,
-constants and imports, followed transitively inside that module), every package module those import
-anywhere in their source (transitively), the ``__init__`` of each package on the way, and the
-command line with what its ``_run_stage`` reaches. Only source files inside ``workflow_lib`` count;
-third-party imports do not, nor do the registries (``registry`` modules: they describe rules, their
-config slices, outputs and resources, and compute nothing; a change to one shows in the jobs' params
-and outputs). The digest is of the files' bytes, so a module that joins the import graph later is
-picked up by the next digest.
-"""
+A stage is ``module:function`` (``workflow_lib.core.registry.stages()``). Its code is: the stage
+module, the package modules the *function* reaches through the stage module's top-level names (its
+helpers, constants and imports, followed transitively inside that module), every package module
+those import anywhere in their source (transitively), the ``__init__`` of each package on the way,
+and the command line with what its ``_run_stage`` reaches. Only source files inside ``workflow_lib``
+count; third-party imports do not, nor do the registries (``registry`` modules: they describe rules,
+their config slices, outputs and resources, and compute nothing; a change to one shows in the jobs'
+params and outputs). The digest is of the files' bytes, so a module that joins the import graph
+later is picked up by the next digest. """
 
 from __future__ import annotations
 
@@ -19,7 +18,7 @@ import hashlib
 from pathlib import Path
 
 PACKAGE = "workflow_lib"
-ROOT = Path(__file__).resolve().parent  # the package folder
+ROOT = Path(__file__).resolve().parents[1]  # the package folder
 ENTRY = ("__main__", "_run_stage")  # what every stage job runs: ``python -m workflow_lib stage``
 DESCRIPTIONS = "registry"  # modules of this name are not followed (see the module docstring)
 

@@ -18,23 +18,25 @@ from pathlib import Path
 
 import pandas as pd
 
-from workflow_lib import calibration, job_cpu
-from workflow_lib.artefacts import write_csv
-from workflow_lib.calibration import power_markdown
-from workflow_lib.claims import CHECK, CLAIM, COLUMNS, counted
-from workflow_lib.code_digest import module_digest
-from workflow_lib.config import load_schema
-from workflow_lib.criteria_page import criteria_page
-from workflow_lib.landing import with_first_screen
-from workflow_lib.markers import between
-from workflow_lib.performance import BENCHMARKS_DIR, performance_page
-from workflow_lib.presets import preset_configs, with_preset_tables
-from workflow_lib.reference import configuration_page
-from workflow_lib.registry import Study, studies
-from workflow_lib.run_costs import run_command, with_run_costs
-from workflow_lib.stage_tables import SNAKEFILE, with_stage_tables
-from workflow_lib.study_claims import STARTED, claims_table
-from workflow_lib.verdicts import default_runs, read_claims, verdict_counts, verdict_meaning
+from workflow_lib.claims import calibration
+from workflow_lib.claims.calibration import power_markdown
+from workflow_lib.claims.statistics import CHECK, CLAIM, COLUMNS, counted
+from workflow_lib.claims.study import STARTED, claims_table
+from workflow_lib.core.artefacts import write_csv
+from workflow_lib.core.code_digest import module_digest
+from workflow_lib.core.config import load_schema
+from workflow_lib.core.registry import Study
+from workflow_lib.core.studies import studies
+from workflow_lib.pages.criteria import criteria_page
+from workflow_lib.pages.landing import with_first_screen
+from workflow_lib.pages.markers import between
+from workflow_lib.pages.performance import BENCHMARKS_DIR, performance_page
+from workflow_lib.pages.presets import preset_configs, with_preset_tables
+from workflow_lib.pages.reference import configuration_page
+from workflow_lib.pages.run_costs import run_command, with_run_costs
+from workflow_lib.pages.stage_tables import SNAKEFILE, with_stage_tables
+from workflow_lib.pages.verdicts import default_runs, read_claims, verdict_counts, verdict_meaning
+from workflow_lib.runtime import job_cpu
 
 
 def _number(x: float) -> str:
@@ -84,11 +86,10 @@ def job_costs(results: Path, study: Study | None = None) -> pd.DataFrame:
     """The measured cost of every job of ``study`` (``None``: of every job) in the run in
     ``results``, read from the benchmark Snakemake wrote for it (``RESULTS/benchmarks/<folder>/
     **.tsv`` for the study's ``folders``, and its figures; the latest line of each): columns job
-    (the benchmark's path without the extension), wall_s, cpu_s, max_rss_mb; sorted by job.
-    cpu_s is the CPU time the job measured at its end, its log's last line
-    (``RESULTS/logs/<job>.log``, ``workflow_lib.job_cpu``); for a job whose log lacks it (run
-    by a version that did not write it), Snakemake's sampled ``cpu_time``, which misses up to
-    30 s of the job's end."""
+    (the benchmark's path without the extension), wall_s, cpu_s, max_rss_mb; sorted by job. cpu_s is
+    the CPU time the job measured at its end, its log's last line (``RESULTS/logs/<job>.log``,
+    ``workflow_lib.runtime.job_cpu``); for a job whose log lacks it (run by a version that did not
+    write it), Snakemake's sampled ``cpu_time``, which misses up to 30 s of the job's end."""
     bench = results / "benchmarks"
     files = list(bench.rglob("*.tsv")) if study is None else [
         *(f for folder in study.folders or (study.name,) for f in (bench / folder).rglob("*.tsv")),
@@ -219,7 +220,7 @@ def results_page(snapshot_dir: Path, study: Study, preset: str) -> str:
     claims = read_claims(snapshot_dir / f"{study.name}-claims.csv")
     source = json.loads((snapshot_dir / f"{study.name}-source.json").read_text())
     produced, interim = f"`{run_command(source)}`", ""
-    if "shards" in source:  # merged from shards (workflow_lib.shard_snapshots)
+    if "shards" in source:  # merged from shards (workflow_lib.shards.snapshots)
         held, planned = source["realisations"]
         produced = (f"`{run_command(source)} --config shard=FIRST-LAST` in the shards "
                     f"{', '.join(source['shards'])} (realisations 0-{held - 1}: {held} of the "
@@ -230,7 +231,7 @@ def results_page(snapshot_dir: Path, study: Study, preset: str) -> str:
                        "realisations, each merge tests again as shards land, and a p near its "
                        "threshold may still cross it either way before the run is complete.")
     failed = source.get("failed", {})
-    if failed:  # recorded by docs --failed (workflow_lib.shard_snapshots.snapshot_failed)
+    if failed:  # recorded by docs --failed (workflow_lib.shards.snapshots.snapshot_failed)
         produced += ("; started but failed, so without tables and left out of the claims "
                      "(check `run.started`): " + "; ".join(
                          f"realisation {r} (`{why}`)" for r, why in sorted(
@@ -361,8 +362,9 @@ COLUMNS_END = "<!-- end of claims columns -->"
 
 def stored_power_table(path: Path) -> pd.DataFrame:
     """``calibration.power_table()`` read from the CSV ``path`` when its ``code`` column is the
-    digest of ``workflow_lib.calibration`` (``code_digest.module_digest``: it and every package
-    file it imports); otherwise computed (about a minute) and written there with that digest."""
+    digest of ``workflow_lib.claims.calibration`` (``code_digest.module_digest``: it and every
+    package file it imports); otherwise computed (about a minute) and written there with that
+    digest."""
     code = module_digest(calibration.__name__)
     if path.is_file():
         stored = pd.read_csv(path)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-from workflow_lib.backend import require, select, set_jax_option
+from workflow_lib.core.backend import require, select, set_jax_option
 
 JOB_XLA_FLAGS = "--xla_cpu_use_fusion_emitters=false"
 SINGLE_THREAD_XLA_FLAGS = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
@@ -15,7 +15,7 @@ SINGLE_THREAD_XLA_FLAGS = "--xla_cpu_multi_thread_eigen=false intra_op_paralleli
 
 def configure_jax(threads: int, device: str, what: str) -> None:
     """Pin BLAS and XLA to ``threads``; on CPU, one XLA device per thread (chains shard over
-    them); let JAX use only ``device``'s backend (``workflow_lib.backend.select``: a CPU job
+    them); let JAX use only ``device``'s backend (``workflow_lib.core.backend.select``: a CPU job
     never takes a GPU, a GPU job allocates GPU memory on demand) and stop a GPU job (``what``:
     ``rule NAME``) that finds no GPU (``require``); keep compiled programs in the persistent
     cache (``use_compilation_cache``: compilation dominates short jobs); compile with XLA:CPU's

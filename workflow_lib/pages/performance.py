@@ -15,9 +15,9 @@ import csv
 import re
 from pathlib import Path
 
-from workflow_lib.reference import REGENERATE
+from workflow_lib.pages.reference import REGENERATE
 
-BENCHMARKS_DIR = Path(__file__).resolve().parents[1] / "benchmarks"
+BENCHMARKS_DIR = Path(__file__).resolve().parents[2] / "benchmarks"
 HOST_COLUMNS = ("host_cpu", "cpus", "backend", "device", "jax_version", "commit", "date")
 NO_FIGURES = "No figures recorded yet: run the command above."
 _NUMBER = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^nan$")
@@ -114,7 +114,7 @@ def performance_page(results_dir: Path, benchmarks_dir: Path = BENCHMARKS_DIR) -
         "`cpus`, JAX's `backend` and `device`, `jax_version`), the `commit` and the UTC `date`, "
         "and the command that gave it; the tables below show each file's rows at its latest "
         "commit. This page is "
-        "generated from those files by `workflow_lib.performance`; regenerate it with "
+        "generated from those files by `workflow_lib.pages.performance`; regenerate it with "
         f"`{REGENERATE}`.",
     ]
     for script in benchmark_scripts(benchmarks_dir, results_dir):

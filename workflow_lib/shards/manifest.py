@@ -1,12 +1,11 @@
 """Stage ``manifest``: what a run is, written after the tables of its studies.
 
-``RESULTS/manifest.json`` holds the run's shard (null for a whole run; ``workflow_lib.shards``),
-its config without ``shards.RUN_KEYS`` and that config's digest, each study's realisations in the
-run, the code digest of every rule of each study's science (``Study.science``;
-``workflow_lib.code_digest``), the backend of the jobs marked for a GPU and the host that ran the
-workflow (its processor: ``workflow_lib.host``). A snapshot of the run reads it
-(``workflow_lib.shard_snapshots``).
-"""
+``RESULTS/manifest.json`` holds the run's shard (null for a whole run;
+``workflow_lib.core.realisations``), its config without ``shards.RUN_KEYS`` and that config's
+digest, each study's realisations in the run, the code digest of every rule of each study's science
+(``Study.science``; ``workflow_lib.core.code_digest``), the backend of the jobs marked for a GPU and
+the host that ran the workflow (its processor: ``workflow_lib.core.host``). A snapshot of the run
+reads it (``workflow_lib.shards.snapshots``). """
 
 from __future__ import annotations
 
@@ -15,11 +14,12 @@ import os
 import platform
 from typing import Any
 
-from workflow_lib import host
-from workflow_lib.artefacts import atomic_path
-from workflow_lib.code_digest import stage_digest
-from workflow_lib.config import digest
-from workflow_lib.registry import Job, studies
+from workflow_lib.core import host
+from workflow_lib.core.artefacts import atomic_path
+from workflow_lib.core.code_digest import stage_digest
+from workflow_lib.core.config import digest
+from workflow_lib.core.registry import Job
+from workflow_lib.core.studies import studies
 
 
 def record(params: dict[str, Any]) -> dict[str, Any]:

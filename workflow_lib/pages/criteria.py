@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import importlib
 
-from workflow_lib.claims import Criterion, criteria
-from workflow_lib.registry import Study, studies
+from workflow_lib.claims.statistics import Criterion, criteria
+from workflow_lib.core.registry import Study
+from workflow_lib.core.studies import studies
 
 
 def _value(value: float | tuple[float, float]) -> str:

@@ -2,7 +2,8 @@
 
 The schema is the single source of the allowed keys, ranges and defaults: the keys every study
 shares in ``schemas/config.schema.json`` and each study's sections in its folder's
-``config.schema.json`` (``studies/<study>/``), merged in ``STUDY_NAMES`` order; both are read
+``config.schema.json`` (``studies/<study>/``), merged in the studies' order
+(``workflow_lib.core.studies``); both are read
 with ``importlib.resources``. ``check`` validates a config mapping and lists every problem, one
 line each naming the key, the value and what is allowed (a misspelt key with the allowed key it
 is closest to); ``load_config`` fills the defaults and returns a new dict, or raises
@@ -24,31 +25,11 @@ from typing import Any
 import jsonschema
 import yaml
 
-from workflow_lib.registry import STUDY_NAMES
+from workflow_lib.core import realisations, studies
+from workflow_lib.core.errors import ConfigError
 
 SCHEMA = resources.files("workflow_lib") / "schemas" / "config.schema.json"
 STUDY_SCHEMA = "config.schema.json"  # a study's sections, in its folder
-
-
-class ConfigError(ValueError):
-    """Config values are invalid: ``problems`` holds one line per problem; the message is those
-    lines, then their count in ``source`` (the files, or "the config") when there are several."""
-
-    def __init__(self, problems: str | Sequence[str], source: str = "the config") -> None:
-        self.problems = [problems] if isinstance(problems, str) else list(problems)
-        if not self.problems:
-            raise ValueError("ConfigError needs at least one problem")
-        self.source = source
-        super().__init__("\n".join([*self.problems, *self._count()]))
-
-    def _count(self) -> list[str]:
-        n = len(self.problems)
-        return [f"{n} errors in {self.source}"] if n > 1 else []
-
-    def report(self, prefix: str) -> str:
-        """The message for a terminal: each problem after ``prefix`` (e.g. ``"error: "``), one
-        line each, then their count when there are several."""
-        return "\n".join([*(prefix + problem for problem in self.problems), *self._count()])
 
 
 def load_schema() -> dict:
@@ -60,7 +41,7 @@ def load_schema() -> dict:
 def _schema() -> dict:
     """The shared schema with each study's sections (its ``properties``) added."""
     schema = json.loads(SCHEMA.read_text())
-    for name in STUDY_NAMES:
+    for name in studies.names():
         path = resources.files("workflow_lib.studies") / name / STUDY_SCHEMA
         if not path.is_file():
             continue
@@ -218,10 +199,8 @@ def _relation_problems(cfg: dict) -> list[str]:
     if rep["alpha_min"] >= rep["alpha_max"]:
         problems.append(f"replica.alpha_min = {rep['alpha_min']} must be below "
                         f"replica.alpha_max = {rep['alpha_max']}")
-    from workflow_lib.shards import check as check_shard  # it reads the registries (and this)
-
     try:
-        check_shard(cfg)
+        realisations.check(cfg, studies.studies())
     except ConfigError as exc:
         problems += exc.problems
     return problems

@@ -48,13 +48,13 @@ from typing import Any
 
 import numpy as np
 
-from workflow_lib import host
-from workflow_lib.artefacts import atomic_path
-from workflow_lib.code_digest import stage_digest
-from workflow_lib.config import digest
-from workflow_lib.registry import Job
+from workflow_lib.core import host
+from workflow_lib.core.artefacts import atomic_path
+from workflow_lib.core.code_digest import stage_digest
+from workflow_lib.core.config import digest
+from workflow_lib.core.registry import Job
 
-log = logging.getLogger("workflow_lib.checkpoints")
+log = logging.getLogger("workflow_lib.runtime.checkpoints")
 
 FOLDER = ".checkpoints"  # under the results folder
 FORMAT = 1  # of the file's metadata
