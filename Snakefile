@@ -51,7 +51,8 @@ rule report_page:
         f"{BENCHMARKS}/report.tsv"
     localrule: True
     params:
-        **stage_params("report_page", configfiles=merged_config_files()),
+        **stage_params("report_page", "workflow_lib.pages.report:report_page",
+                       configfiles=merged_config_files()),
     threads: threads("report_page")
     resources:
         **resources("report_page"),
@@ -73,7 +74,8 @@ rule manifest:
         f"{BENCHMARKS}/manifest.tsv"
     localrule: True
     params:
-        **stage_params("manifest", studies=RUN_STUDIES),
+        **stage_params("manifest", "workflow_lib.shards.manifest:manifest", studies=RUN_STUDIES,
+                       code=science_code(RUN_STUDIES, STAGES)),
     threads: threads("manifest")
     resources:
         **resources("manifest"),

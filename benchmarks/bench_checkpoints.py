@@ -125,15 +125,17 @@ class Inputs:
         a checkpointed stage inside its own session, which is returned."""
         from workflow_lib.core.registry import Job, resolve
         from workflow_lib.core.studies import studies
+        from workflow_lib.core.workflow import stage_functions
         from workflow_lib.runtime import checkpoints
 
         entry = {s.name: s for s in studies()}[study].rule(rule)
         job = Job(input=inputs, output=outputs, params=entry.params(self.cfg, wildcards),
                   threads=self.threads, checkpoint=checkpoint)
-        stage = resolve(entry.stage)
+        target = stage_functions()[rule]
+        stage = resolve(target)
         if checkpoint is None:
             return stage(job)
-        with checkpoints.session(job, entry.stage) as ck:
+        with checkpoints.session(job, target) as ck:
             stage.__wrapped__(job)  # the stage without ``resumable``'s own session
         return ck
 
@@ -150,11 +152,11 @@ class Inputs:
         cfg, out = self.cfg, str(self.folder / "out.h5")
         if kind == "sample_complexity":
             couplings = self.made_once("couplings", lambda path: self.stage(
-                "potts_paper", "couplings", {"r": "0"}, {}, {"couplings": path}))
+                "potts_paper", "potts_couplings", {"r": "0"}, {}, {"couplings": path}))
             samples = self.made_once("samples", lambda path: self.stage(
-                "potts_paper", "sample", {"r": "0"}, {"couplings": couplings},
+                "potts_paper", "potts_sample", {"r": "0"}, {"couplings": couplings},
                 {"samples": path}))
-            study, rule, wildcards, inputs, outputs = ("potts_paper", kind, {"r": "0"},
+            study, rule, wildcards, inputs, outputs = ("potts_paper", f"potts_{kind}", {"r": "0"},
                                                        {"samples": samples}, {"curve": out})
         elif kind == "omniglot_train":
             archives = {k: str(REPO / cfg["omniglot"]["data_dir"] / cfg["omniglot"][k])

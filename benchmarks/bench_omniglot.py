@@ -26,6 +26,7 @@ from record import Recorder, default_csv
 from workflow_lib.attention import icl
 from workflow_lib.core.config import read_config_files
 from workflow_lib.core.registry import Job, resolve
+from workflow_lib.core.workflow import stage_functions
 from workflow_lib.runtime.jax_setup import configure_jax
 from workflow_lib.studies.omniglot import artefacts, training
 from workflow_lib.studies.omniglot.registry import STUDY
@@ -41,7 +42,8 @@ def episode_data(cfg: dict, folder: Path) -> artefacts.EpisodeData:
     rule = STUDY.rule("omniglot_data")
     inputs = {k: str(REPO / omni["data_dir"] / omni[k]) for k in ("train_archive", "test_archive")}
     output = str(folder / "data.h5")
-    resolve(rule.stage)(Job(input=inputs, output={"data": output}, params=rule.params(cfg, {})))
+    resolve(stage_functions()["omniglot_data"])(Job(input=inputs, output={"data": output},
+                                                    params=rule.params(cfg, {})))
     return artefacts.EpisodeData(output)
 
 

@@ -1,8 +1,10 @@
 # Attention paths on the hidden-Markov-chain task: path-attended inputs, the order parameter U(N)
 # with GP lines, posterior samples at small N, tables and the Fig. 2c-e panels. Config slices,
-# threads, resources, captions: workflow_lib/studies/attention_hmm/registry.py.
+# threads, resources, captions: workflow_lib/studies/attention_hmm/registry.py; the stages:
+# workflow_lib/studies/attention_hmm/.
 
 HMM = STUDY["attention_hmm"]
+HMM_STAGES = "workflow_lib.studies.attention_hmm"
 PATHS = CFG["paths"]
 PATHS_EXPERIMENTS = PATHS["experiments"]
 PATHS_REALISATIONS = realisations(CFG, HMM)  # every one, or those of the run's shard
@@ -11,6 +13,7 @@ TARGETS["attention_hmm"] = [*figures("attention_hmm"), f"{RESULTS}/{HMM.claims}"
 
 per_realisation(
     "paths_features",
+    f"{HMM_STAGES}.stages:paths_features",
     PATHS_REALISATIONS,
     output={"features": f"{RESULTS}/paths/r{{r}}/{{experiment}}/features.h5"},
     log="paths/r{r}/features",
@@ -20,6 +23,7 @@ per_realisation(
 
 per_realisation(
     "paths_theory",
+    f"{HMM_STAGES}.stages:paths_theory",
     PATHS_REALISATIONS,
     input={"features": f"{RESULTS}/paths/r{{r}}/{{experiment}}/features.h5"},
     output={"theory": f"{RESULTS}/paths/r{{r}}/{{experiment}}/theory.h5"},
@@ -30,6 +34,7 @@ per_realisation(
 
 per_realisation(
     "paths_sample",
+    f"{HMM_STAGES}.stages:paths_sample",
     PATHS_REALISATIONS,
     input={"features": f"{RESULTS}/paths/r{{r}}/{{experiment}}/features.h5"},
     output={"samples": f"{RESULTS}/paths/r{{r}}/{{experiment}}/samples_N{{N}}.h5"},
@@ -41,6 +46,7 @@ per_realisation(
 # The study's tables, claims table and figures (rules/common.smk)
 study_tables(
     "paths_tables",
+    f"{HMM_STAGES}.stages_results:paths_tables",
     theory=expand(
         f"{RESULTS}/paths/r{{r}}/{{experiment}}/theory.h5",
         r=PATHS_REALISATIONS, experiment=PATHS_EXPERIMENTS,

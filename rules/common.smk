@@ -1,21 +1,22 @@
 # Config validation (before any job starts) and the helpers every rules file uses. Each rule
-# states its input, output, log, benchmark, params, threads and resources; the values of the last
-# three come from its study's registry (workflow_lib/studies/<study>/registry.py):
+# states its input, output, log, benchmark, the stage function it runs, threads and resources;
+# its config slice and the values of the last two come from its study's registry
+# (workflow_lib/studies/<study>/registry.py):
 #
 #     params:
-#         **stage_params("train"),    stage name, job JSON, code digest, config-slice digest
-#     threads: threads("train")
+#         **stage_params("potts_sample", "workflow_lib.studies.potts_paper.stages_data:sample"),
+#                                     the stage it runs, job JSON, code digest, config-slice digest
+#     threads: threads("potts_sample")
 #     resources:
-#         **resources("train"),       runtime, mem_mb (growing with the attempt), gpu
+#         **resources("potts_sample"),  runtime, mem_mb (growing with the attempt), gpu
 #     shell:
 #         STAGE                       python -m workflow_lib stage {params.stage} ...
 #
 # A study's stages that run once per realisation are defined by one call each in its rules file,
-# per_realisation (one job per chunk of compute.realisations_per_job realisations, run in turn in
-# one process, with the values of any other wildcard of its files). The rules that end every
-# study are written once, here, and defined by one call in its rules file: study_tables (its
-# tables from its artefacts), study_claims (its claims table from its tables) and study_figure
-# (its panels).
+# per_realisation (one job per realisation, or per chunk of them where the registry gives the
+# rule a chunk key, Rule.chunk). The rules that end every study are written once, here, and
+# defined by one call in its rules file: study_tables (its tables from its artefacts),
+# study_claims (its claims table from its tables) and study_figure (its panels).
 import functools
 import itertools
 import json
@@ -29,8 +30,8 @@ from workflow_lib.core.code_digest import stage_digest
 from workflow_lib.core.errors import ConfigError
 from workflow_lib.core.config import digest, load_config
 from workflow_lib.runtime.job_environment import job_environment
-from workflow_lib.core.registry import CLAIMS_STAGE, FIGURE_STAGE, chunk_label, chunk_rule, chunks
-from workflow_lib.core.studies import owner, stage_code, studies
+from workflow_lib.core.registry import chunk_label, chunk_rule, chunk_size, chunks
+from workflow_lib.core.studies import owner, science_code, stage_code, studies
 from workflow_lib.core.studies import rules as registered_rules
 from workflow_lib.core.realisations import MANIFEST as MANIFEST_FILE, realisations
 
@@ -46,6 +47,14 @@ BENCHMARKS = f"{RESULTS}/benchmarks"
 THREADS = CFG["compute"]["threads"]
 REGISTRY = registered_rules()
 STUDY = {each.name: each for each in studies()}  # every study found, in order
+# Each registered rule's stage function as its rules file names it ('module:function'), and for
+# each of Snakemake's rules the registered one it runs (a chunk's: the chunked one)
+STAGES = {}
+REGISTERED = {}
+# The stages every study's ending rules run: its claims table from its tables (with the study's
+# claims_of) and one figure panel (with the panel's draw function)
+CLAIMS_STAGE = "workflow_lib.claims.stage:claims"
+FIGURE_STAGE = "workflow_lib.pages.figure:figure"
 CAPTION = os.path.join(workflow.basedir, "report", "caption.rst")  # renders params.caption
 TARGETS = {}  # study -> what it adds to the default target (its rules file sets it)
 # The software every job runs in with `--sdm conda`: the package's dependencies (the package
@@ -58,23 +67,26 @@ ENV = os.path.join(workflow.basedir, "envs", "workflow_lib.yaml")
 # environment or checkout (a copied results folder stays valid elsewhere): ``python`` is found on
 # PATH and imports this checkout's package from PYTHONPATH, both set here for every job
 # (workflow_lib.runtime.job_environment; jobs inherit them, SLURM jobs too).
-STAGE = ("python -m workflow_lib stage {params.stage} --job {params.job:q} > {log} 2>&1"
-         " || {{ status=$?; tail -n 1 {log} >&2; exit $status; }}")
+STAGE = ("python -m workflow_lib stage {params.stage} --job {params.job:q} --rule {params.rule}"
+         " > {log} 2>&1 || {{ status=$?; tail -n 1 {log} >&2; exit $status; }}")
 os.environ.update(job_environment(workflow.basedir, sys.executable, os.environ))
 
 
-def stage_params(name, parts=None, **fixed):
-    """The params of the registered ``name`` (a dict), its wildcards completed by ``fixed`` (the
-    ``realisations`` of a training chunk's rule): ``stage`` (the stage it runs), ``job`` (the
-    ``--job`` JSON: input/output paths, config slice, threads, device, checkpoint file
-    (``workflow_lib.runtime.checkpoints.job_spec``); for a ``per_realisation`` rule,
-    a list of them, one per part of its job, ``parts``: the wildcards each completes, its files
-    those named ``<key>_<i>`` for part ``i``), ``code`` (the digest of the package files its
+def stage_params(name, stage, parts=None, **fixed):
+    """The params of the registered ``name`` running ``stage`` (``'module:function'``, as the
+    rule's text names it; recorded in ``STAGES``), its wildcards completed by ``fixed`` (the
+    ``realisations`` of a side-by-side chunk's rule): ``stage``, ``rule`` (``name``, which the
+    stage's error lines name), ``job`` (the ``--job`` JSON: input/output paths, config slice,
+    threads, device, checkpoint file (``workflow_lib.runtime.checkpoints.job_spec``); for a
+    ``per_realisation`` rule, a list of them, one per part of its job, ``parts``: the wildcards
+    each completes, its files those named ``<key>_<i>`` for part ``i``), ``code`` (the digest of the package files its
     stage function imports, transitively, and for a figure job those of its panel's draw
     function: a code edit re-runs exactly the jobs whose code reaches it) and ``config`` (the
     digest of its config slice for the wildcards: a config edit re-runs exactly the jobs whose
     slice it changes)."""
     entry = REGISTRY[name]
+    if STAGES.setdefault(name, stage) != stage:
+        raise WorkflowError(f"rule {name} runs {STAGES[name]} and {stage}; one stage a rule")
 
     def values(wildcards, part=None):
         return {**dict(wildcards.items()), **fixed, **(part or {})}
@@ -104,9 +116,9 @@ def stage_params(name, parts=None, **fixed):
         return digest([entry.params(CFG, values(wildcards, part)) for part in parts])
 
     def code(wildcards):
-        return "+".join(map(code_digest, stage_code(name, values(wildcards))))
+        return "+".join(map(code_digest, stage_code(name, stage, values(wildcards))))
 
-    return {"stage": name, "job": job, "code": code, "config": config_slice}
+    return {"stage": stage, "rule": name, "job": job, "code": code, "config": config_slice}
 
 
 def of_part(files, i):
@@ -115,28 +127,43 @@ def of_part(files, i):
             if key.endswith(f"_{i}")}
 
 
-def per_realisation(name, realisations, output, log, input=None, each=None, priority=0):
-    """Rule ``name`` of a study's registry over ``realisations``: one job per chunk of
-    ``compute.realisations_per_job`` of them (rules ``name_r0``, or ``name_r0_2`` for a chunk,
-    ``registry.chunk_rule``), which runs the stage for each realisation, and each value of the
-    wildcards ``each`` names (wildcard -> values), in turn in one process: one start and import,
-    each program traced once. ``input`` and ``output``: name -> path, ``{r}`` standing for the
-    realisation and ``{w}`` for wildcard ``w`` of ``each`` (no other wildcard); ``log``: the path
-    of the log and benchmark (under the logs and benchmarks folders, no extension), ``r{r}``
-    standing for the chunk (``r3``, ``r0-2``); ``priority``: Snakemake's, among the jobs ready to
-    run."""
-    each = each or {}
-    for chunk in chunks(realisations, CFG["compute"]["realisations_per_job"]):
-        parts = [{"r": str(r), **{w: str(v) for w, v in zip(each, values, strict=True)}}
-                 for r in chunk for values in itertools.product(*each.values())]
-        if not parts:  # a wildcard of ``each`` without values: nothing to run
-            continue
+def per_realisation(name, stage, realisations, output, log, input=None, each=None, priority=0,
+                    constraints=None):
+    """Rule ``name`` of a study's registry, running ``stage`` (``'module:function'``), over
+    ``realisations``: one job per realisation, or per chunk of them when the registry gives the
+    rule a chunk key (``Rule.chunk``; rules ``name_r0``, ``name_r0_2`` for a chunk,
+    ``registry.chunk_rule``). A job runs the stage for each realisation, and each value of the
+    wildcards ``each`` names (wildcard -> values), in turn in one process (one start and import,
+    each program traced once); a ``side_by_side`` rule's job runs it once for its chunk's
+    realisations together (``realisations`` among its params; its files named ``<key>_r<r>``).
+    ``input`` and ``output``: name -> path, ``{r}`` standing for the realisation and ``{w}`` for
+    wildcard ``w`` of ``each`` (any other ``{w}`` is a wildcard of Snakemake's); ``log``: the path of the
+    log and benchmark (under the logs and benchmarks folders, no extension), ``r{r}`` standing
+    for the chunk (``r3``, ``r0-2``); ``priority``: Snakemake's, among the jobs ready to run (a
+    number, or a function of the wildcards); ``constraints``: wildcard -> the pattern its values
+    match."""
+    entry, each = REGISTRY[name], each or {}
+    STAGES.setdefault(name, stage)  # a rule without realisations in this run is still named
+    for chunk in chunks(realisations, chunk_size(entry, CFG)):
+        if entry.side_by_side:
+            parts, fixed = None, {"realisations": chunk}
 
-        def files(named, parts=parts):
-            return {f"{key}_{i}": path.format(**part)
-                    for key, path in named.items() for i, part in enumerate(parts)}
+            def files(named, chunk=chunk):
+                return {f"{key}_r{r}": fill(path, {"r": str(r)}) for key, path in named.items()
+                        for r in chunk}
+        else:
+            parts = [{"r": str(r), **{w: str(v) for w, v in zip(each, values, strict=True)}}
+                     for r in chunk for values in itertools.product(*each.values())]
+            fixed = {}
+            if not parts:  # a wildcard of ``each`` without values: nothing to run
+                continue
+
+            def files(named, parts=parts):
+                return {f"{key}_{i}": fill(path, part)
+                        for key, path in named.items() for i, part in enumerate(parts)}
 
         label = log.replace("r{r}", chunk_label(chunk))
+        REGISTERED[chunk_rule(name, chunk)] = name
 
         rule:
             name:
@@ -149,16 +176,26 @@ def per_realisation(name, realisations, output, log, input=None, each=None, prio
                 f"{LOGS}/{label}.log",
             benchmark:
                 f"{BENCHMARKS}/{label}.tsv"
+            wildcard_constraints:
+                **(constraints or {}),
             priority: priority
             params:
-                **stage_params(name, parts=parts),
+                **stage_params(name, stage, parts=parts, **fixed),
             threads: threads(name)
             resources:
-                **resources(name, parts=parts),
+                **resources(name, parts=parts, **fixed),
             conda:
                 ENV
             shell:
                 STAGE
+
+
+def fill(path, values):
+    """``path`` with each ``{key}`` of ``values`` (key -> text) replaced by its value, any other
+    ``{wildcard}`` left for Snakemake."""
+    for key, value in values.items():
+        path = path.replace(f"{{{key}}}", value)
+    return path
 
 
 @functools.cache
@@ -246,11 +283,12 @@ def table_files(study, names):
     return {name: f"{RESULTS}/{STUDY[study].table_path(name)}" for name in names}
 
 
-def study_tables(name, **inputs):
-    """Rule ``name`` of a study's registry: the study's tables (``Study.tables``) from the files
-    ``inputs`` (by name), on the submitting host; its log and benchmark are named after its first
-    table."""
+def study_tables(name, stage, **inputs):
+    """Rule ``name`` of a study's registry, running ``stage`` (``'module:function'``): the
+    study's tables (``Study.tables``) from the files ``inputs`` (by name), on the submitting host;
+    its log and benchmark are named after its first table."""
     study = owner(name)
+    REGISTERED[name] = name
     first = stem(study.table_path(study.tables[0]))
 
     rule:
@@ -266,7 +304,7 @@ def study_tables(name, **inputs):
             f"{BENCHMARKS}/{first}.tsv"
         localrule: True
         params:
-            **stage_params(name),
+            **stage_params(name, stage),
         threads: threads(name)
         resources:
             **resources(name),
@@ -278,10 +316,12 @@ def study_tables(name, **inputs):
 
 def study_claims(study):
     """The claims table (``Study.claims``) of study ``study`` from its tables, by the rule its
-    registry makes with ``claims_rule``, on the submitting host; its log and benchmark are named
-    after the claims table."""
-    name = STUDY[study].rule_running(CLAIMS_STAGE).name
+    registry makes with ``claims_rule``, running ``CLAIMS_STAGE`` with the study's
+    ``claims_of``, on the submitting host; its log and benchmark are named after the claims
+    table."""
+    name = STUDY[study].rule_of("claims").name
     claims = STUDY[study].claims
+    REGISTERED[name] = name
 
     rule:
         name:
@@ -296,7 +336,7 @@ def study_claims(study):
             f"{BENCHMARKS}/{stem(claims)}.tsv"
         localrule: True
         params:
-            **stage_params(name),
+            **stage_params(name, CLAIMS_STAGE),
         threads: threads(name)
         resources:
             **resources(name),
@@ -309,9 +349,10 @@ def study_claims(study):
 def study_figure(study, **extra):
     """The panels of study ``study`` that the config has, PNG and PDF, each from its tables and,
     for a panel named in ``extra`` (panel -> name -> files), those files too, by the rule its
-    registry makes with ``figure_rule``, on the submitting host, in the report under the study's
-    title."""
-    name = STUDY[study].rule_running(FIGURE_STAGE).name
+    registry makes with ``figure_rule``, running ``FIGURE_STAGE`` with the panel's draw function,
+    on the submitting host, in the report under the study's title."""
+    name = STUDY[study].rule_of("figure").name
+    REGISTERED[name] = name
 
     rule:
         name:
@@ -330,7 +371,7 @@ def study_figure(study, **extra):
             panel=panel_pattern(study),
         localrule: True
         params:
-            **stage_params(name),
+            **stage_params(name, FIGURE_STAGE),
             caption=caption(study),
         threads: threads(name)
         resources:

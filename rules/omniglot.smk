@@ -5,6 +5,7 @@
 from workflow_lib.studies.omniglot.registry import FLOW
 
 OMNIGLOT = STUDY["omniglot"]
+OMNI_STAGES = "workflow_lib.studies.omniglot"
 OMNI = CFG["omniglot"]
 OMNI_DIR = f"{RESULTS}/omniglot"
 OMNI_TARGETS = [*figures("omniglot"), f"{RESULTS}/{OMNIGLOT.claims}"]
@@ -23,6 +24,7 @@ rule omniglot:
         OMNI_TARGETS,
 
 
+# each artefact rule runs the stage of its name (workflow_lib/studies/omniglot/stages.py)
 for name, (reads, writes) in FLOW.items():
 
     rule:
@@ -37,7 +39,7 @@ for name, (reads, writes) in FLOW.items():
         benchmark:
             f"{BENCHMARKS}/omniglot/{writes}.tsv"
         params:
-            **stage_params(name),
+            **stage_params(name, f"{OMNI_STAGES}.stages:{name}"),
         threads: threads(name)
         resources:
             **resources(name),
@@ -50,6 +52,7 @@ for name, (reads, writes) in FLOW.items():
 # The study's tables, claims table and figures (rules/common.smk)
 study_tables(
     "omniglot_tables",
+    f"{OMNI_STAGES}.stages_results:omniglot_tables",
     model=OMNI_FILES["model"],
     theory=OMNI_FILES["theory"],
     pruning=OMNI_FILES["pruning"],

@@ -1,16 +1,16 @@
 # The Potts paper: couplings and Gibbs samples per realisation, MLM training per (architecture,
 # realisation), pseudo-likelihood baselines, the sample-complexity sweep, the replica theory,
 # tables across realisations, figures. Config slices, threads, resources, captions:
-# workflow_lib/studies/potts_paper/registry.py.
+# workflow_lib/studies/potts_paper/registry.py; the stages: workflow_lib/studies/potts_paper/.
 
 from workflow_lib.mlm.architectures import (
     interpolation_runs,
     transformer_layers,
     wildcard_pattern,
 )
-from workflow_lib.core.registry import chunk_label, chunk_rule, chunks
 
 POTTS = STUDY["potts_paper"]
+POTTS_STAGES = "workflow_lib.studies.potts_paper"
 REALISATIONS = realisations(CFG, POTTS)  # every one, or those of the run's shard
 ARCHS = CFG["training"]["architectures"] + interpolation_runs(CFG["training"])
 TARGETS["potts_paper"] = [*figures("potts_paper"), f"{RESULTS}/{POTTS.claims}"]
@@ -21,7 +21,8 @@ DATA_PRIORITY = 10
 
 
 per_realisation(
-    "couplings",
+    "potts_couplings",
+    f"{POTTS_STAGES}.stages_data:couplings",
     REALISATIONS,
     output={"couplings": f"{RESULTS}/potts/r{{r}}/couplings.h5"},
     log="potts/r{r}/couplings",
@@ -30,7 +31,8 @@ per_realisation(
 
 
 per_realisation(
-    "sample",
+    "potts_sample",
+    f"{POTTS_STAGES}.stages_data:sample",
     REALISATIONS,
     input={"couplings": f"{RESULTS}/potts/r{{r}}/couplings.h5"},
     output={"samples": f"{RESULTS}/potts/r{{r}}/samples.h5"},
@@ -39,39 +41,23 @@ per_realisation(
 )
 
 
-# Training: one rule per chunk of realisations (compute.realisations_per_job; a rule's outputs
-# are fixed patterns): train_r0, train_r1, ... or train_r0_9, ..., each job fitting its chunk's
-# realisations of one architecture side by side in one program (not in turn, as per_realisation
-# rules do), one artefact per realisation.
-for chunk in chunks(REALISATIONS, CFG["compute"]["realisations_per_job"]):
-
-    rule:
-        name:
-            chunk_rule("train", chunk)
-        input:
-            **{f"samples_r{r}": f"{RESULTS}/potts/r{r}/samples.h5" for r in chunk},
-        output:
-            **{f"model_r{r}": f"{RESULTS}/train/{{arch}}/r{r}.h5" for r in chunk},
-        log:
-            f"{LOGS}/train/{{arch}}/{chunk_label(chunk)}.log",
-        benchmark:
-            f"{BENCHMARKS}/train/{{arch}}/{chunk_label(chunk)}.tsv"
-        wildcard_constraints:
-            arch=wildcard_pattern(),
-        params:
-            **stage_params("train", realisations=chunk),
-        priority: lambda wildcards: 1 + transformer_layers(wildcards.arch)
-        threads: threads("train")
-        resources:
-            **resources("train", realisations=chunk),
-        conda:
-            ENV
-        shell:
-            STAGE
+# Training: each job fits its chunk's realisations of one architecture side by side in one
+# program (the registry's side_by_side), one artefact per realisation.
+per_realisation(
+    "potts_train",
+    f"{POTTS_STAGES}.stages_fits:train",
+    REALISATIONS,
+    input={"samples": f"{RESULTS}/potts/r{{r}}/samples.h5"},
+    output={"model": f"{RESULTS}/train/{{arch}}/r{{r}}.h5"},
+    log="train/{arch}/r{r}",
+    constraints={"arch": wildcard_pattern()},
+    priority=lambda wildcards: 1 + transformer_layers(wildcards.arch),
+)
 
 
 per_realisation(
-    "plm",
+    "potts_plm",
+    f"{POTTS_STAGES}.stages_fits:plm",
     REALISATIONS,
     input={"samples": f"{RESULTS}/potts/r{{r}}/samples.h5"},
     output={"fit": f"{RESULTS}/plm/{{kind}}/r{{r}}.h5"},
@@ -81,7 +67,8 @@ per_realisation(
 
 
 per_realisation(
-    "sample_complexity",
+    "potts_sample_complexity",
+    f"{POTTS_STAGES}.stages_fits:sample_complexity",
     REALISATIONS,
     input={"samples": f"{RESULTS}/potts/r{{r}}/samples.h5"},
     output={"curve": f"{RESULTS}/sample_complexity/r{{r}}.h5"},
@@ -89,7 +76,7 @@ per_realisation(
 )
 
 
-rule replica_theory:
+rule potts_replica_theory:
     output:
         theory=f"{RESULTS}/theory/replica_theory.h5",
     log:
@@ -97,17 +84,17 @@ rule replica_theory:
     benchmark:
         f"{BENCHMARKS}/theory/replica_theory.tsv"
     params:
-        **stage_params("replica_theory"),
-    threads: threads("replica_theory")
+        **stage_params("potts_replica_theory", f"{POTTS_STAGES}.stages_theory:replica_theory"),
+    threads: threads("potts_replica_theory")
     resources:
-        **resources("replica_theory"),
+        **resources("potts_replica_theory"),
     conda:
         ENV
     shell:
         STAGE
 
 
-rule replica_sims:
+rule potts_replica_sims:
     output:
         simulations=f"{RESULTS}/theory/replica_simulations.h5",
     log:
@@ -115,10 +102,10 @@ rule replica_sims:
     benchmark:
         f"{BENCHMARKS}/theory/replica_simulations.tsv"
     params:
-        **stage_params("replica_sims"),
-    threads: threads("replica_sims")
+        **stage_params("potts_replica_sims", f"{POTTS_STAGES}.stages_theory:replica_sims"),
+    threads: threads("potts_replica_sims")
     resources:
-        **resources("replica_sims"),
+        **resources("potts_replica_sims"),
     conda:
         ENV
     shell:
@@ -127,13 +114,14 @@ rule replica_sims:
 
 # The study's tables, claims table and figures (rules/common.smk)
 study_tables(
-    "aggregate",
+    "potts_tables",
+    f"{POTTS_STAGES}.stages_results:aggregate",
     samples=expand(f"{RESULTS}/potts/r{{r}}/samples.h5", r=REALISATIONS),
     train=expand(f"{RESULTS}/train/{{arch}}/r{{r}}.h5", arch=ARCHS, r=REALISATIONS),
     plm=expand(f"{RESULTS}/plm/{{kind}}/r{{r}}.h5", kind=CFG["plm"]["kinds"], r=REALISATIONS),
     sample_complexity=expand(f"{RESULTS}/sample_complexity/r{{r}}.h5", r=REALISATIONS),
-    theory=rules.replica_theory.output.theory,
-    simulations=rules.replica_sims.output.simulations,
+    theory=rules.potts_replica_theory.output.theory,
+    simulations=rules.potts_replica_sims.output.simulations,
 )
 study_claims("potts_paper")
 study_figure("potts_paper")

@@ -11,6 +11,7 @@ from workflow_lib.proteins.run_names import chosen_from, model_names, score_name
 from workflow_lib.studies.proteins.registry import CONTACT_MAP_CAPTION
 
 PROTEINS = STUDY["proteins"]
+PROT_STAGES = "workflow_lib.studies.proteins"
 PROT = CFG["proteins"]
 PROT_DIR = f"{RESULTS}/proteins"
 PROT_CONTACTS = f"{PROT_DIR}/contacts"
@@ -56,7 +57,7 @@ rule protein_data:
     benchmark:
         f"{BENCHMARKS}/proteins/{{family}}/data.tsv"
     params:
-        **stage_params("protein_data"),
+        **stage_params("protein_data", f"{PROT_STAGES}.stages:protein_data"),
     threads: threads("protein_data")
     resources:
         **resources("protein_data"),
@@ -76,7 +77,7 @@ rule protein_fit:
     benchmark:
         f"{BENCHMARKS}/proteins/{{family}}/r{{r}}/{{model}}.tsv"
     params:
-        **stage_params("protein_fit"),
+        **stage_params("protein_fit", f"{PROT_STAGES}.stages:protein_fit"),
     threads: threads("protein_fit")
     resources:
         **resources("protein_fit"),
@@ -104,7 +105,7 @@ rule protein_final_fit:
     wildcard_constraints:
         model="|".join(map(re.escape, PROT["models"])),
     params:
-        **stage_params("protein_final_fit"),
+        **stage_params("protein_final_fit", f"{PROT_STAGES}.stages_final:protein_final_fit"),
     threads: threads("protein_final_fit")
     resources:
         **resources("protein_final_fit"),
@@ -134,7 +135,7 @@ rule protein_contact_lists:
         f"{BENCHMARKS}/proteins/contacts/{{family}}.tsv"
     localrule: True
     params:
-        **stage_params("protein_contact_lists"),
+        **stage_params("protein_contact_lists", f"{PROT_STAGES}.stages_contacts:protein_contact_lists"),
         caption=CONTACT_MAP_CAPTION,
     threads: threads("protein_contact_lists")
     resources:
@@ -148,6 +149,7 @@ rule protein_contact_lists:
 # The study's tables, claims table and figures (rules/common.smk)
 study_tables(
     "protein_tables",
+    f"{PROT_STAGES}.stages_results:protein_tables",
     data=expand(f"{PROT_DIR}/{{family}}/data.h5", family=PROT_FAMILIES),
     fits=expand(f"{PROT_DIR}/{{family}}/r{{r}}/{{model}}.h5", family=PROT_FAMILIES,
                 r=realisations(CFG, PROTEINS), model=PROT_MODELS),

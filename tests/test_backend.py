@@ -24,8 +24,10 @@ needs_no_gpu = pytest.mark.skipif(jax.default_backend() == "gpu", reason="JAX se
 PARAMS = {"seed": 1, "realisation": 0, "potts": TINY["potts"] | {"U": "gaussian"}}
 
 
-def run_stage(name: str, job: dict, env: dict[str, str] | None = None):
-    cmd = [sys.executable, "-m", "workflow_lib", "stage", name, "--job", json.dumps(job)]
+def run_stage(target: str, job: dict, env: dict[str, str] | None = None, rule: str = ""):
+    """``python -m workflow_lib stage TARGET`` on ``job`` (for ``rule``: as a rule runs it)."""
+    cmd = [sys.executable, "-m", "workflow_lib", "stage", target, "--job", json.dumps(job),
+           *(["--rule", rule] if rule else [])]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=300,
                           env={**os.environ, **(env or {})})
 
@@ -49,11 +51,13 @@ def test_a_gpu_job_without_a_gpu_stops_at_start_with_one_line(tmp_path):
     reads its (here missing) input; no traceback, no fallback to the CPU, no artefact."""
     job = {"input": {"couplings": str(tmp_path / "missing.h5")},
            "output": {"samples": str(tmp_path / "s.h5")}, "params": PARAMS, "device": "gpu"}
-    run = run_stage("sample", job)
+    run = run_stage("workflow_lib.studies.potts_paper.stages_data:sample", job,
+                    rule="potts_sample")
     assert run.returncode == 2, run.stderr[-2000:]
     assert error_lines(run.stderr) == [
-        "error: rule sample runs on a GPU (compute.gpu: true), but JAX finds none: install a "
-        f"CUDA JAX with {CUDA_INSTALL} on a host with an NVIDIA GPU, or set compute.gpu: false"
+        "error: rule potts_sample runs on a GPU (compute.gpu: true), but JAX finds none: "
+        f"install a CUDA JAX with {CUDA_INSTALL} on a host with an NVIDIA GPU, or set "
+        "compute.gpu: false"
     ]
     assert "Traceback" not in run.stderr and "Falling back" not in run.stderr
     assert list(tmp_path.iterdir()) == []
@@ -70,12 +74,13 @@ def test_on_a_gpu_host_without_a_cuda_jax_the_gpu_job_stops_where_jax_would_fall
     assert "Falling back to cpu" in plain.stderr
     job = json.dumps({"params": PARAMS, "device": "gpu"})
     code = (probe + "import sys; from workflow_lib.__main__ import main; "
-            f"sys.exit(main(['stage', 'sample', '--job', {job!r}]))")
+            "sys.exit(main(['stage', 'workflow_lib.studies.potts_paper.stages_data:sample', "
+            f"'--rule', 'potts_sample', '--job', {job!r}]))")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120)
     assert run.returncode == 2, run.stderr[-2000:]
     (line,) = error_lines(run.stderr)
-    assert line.startswith("error: rule sample runs on a GPU (compute.gpu: true), but JAX "
+    assert line.startswith("error: rule potts_sample runs on a GPU (compute.gpu: true), but JAX "
                            "cannot start CUDA (Unable to initialize backend 'cuda'")
     assert line.endswith(f"install a CUDA JAX with {CUDA_INSTALL} on a host with an NVIDIA GPU, "
                          "or set compute.gpu: false")
@@ -98,7 +103,8 @@ def test_a_cpu_job_stays_on_the_cpu_and_its_artefact_says_so(tmp_path):
     not at all; the runner keeps a CPU job on the CPU, and the artefact records backend and
     device beside the other provenance."""
     out = tmp_path / "c.h5"
-    run = run_stage("couplings", {"output": {"couplings": str(out)}, "params": PARAMS},
+    run = run_stage("workflow_lib.studies.potts_paper.stages_data:couplings",
+                    {"output": {"couplings": str(out)}, "params": PARAMS},
                     env={"JAX_PLATFORMS": "cuda"})
     assert run.returncode == 0, run.stderr[-2000:]
     art = read_artefact(out, POTTS_COUPLINGS)
@@ -140,5 +146,5 @@ def test_gpu_preset_in_a_snakemake_run_stops_the_gpu_rule_and_not_the_cpu_one(tm
     # config/gpu.yaml's chunks of realisations: one job samples both realisations
     log = (tmp_path / "results" / "logs" / "potts" / "r0-1" / "samples.log").read_text()
     (line,) = error_lines(log)
-    assert line.startswith("error: rule sample runs on a GPU") and CUDA_INSTALL in line
+    assert line.startswith("error: rule potts_sample runs on a GPU") and CUDA_INSTALL in line
     assert "Falling back" not in log and "Traceback" not in log

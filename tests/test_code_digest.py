@@ -16,11 +16,13 @@ from pathlib import Path
 import pytest
 
 from workflow_lib.core import code_digest
-from workflow_lib.core.registry import CLAIMS_STAGE
 from workflow_lib.core.studies import panel as registry_panel
-from workflow_lib.core.studies import stage_code, stages, studies
+from workflow_lib.core.studies import stage_code, studies
+from workflow_lib.core.workflow import stage_functions
 
-STAGES = stages()
+STAGES = stage_functions()
+CLAIMS_STAGE = "workflow_lib.claims.stage:claims"
+FIGURE_STAGE = "workflow_lib.pages.figure:figure"
 
 
 def _runtime_files(target: str) -> set[Path]:
@@ -68,14 +70,15 @@ def test_digest_covers_everything_the_stage_function_uses(name):
 
 @pytest.mark.parametrize(("name", "wildcards", "module"), [
     # the hand-kept lists once missed these (a module reached only through another module)
-    ("figure", {"panel": "fig2b"}, "studies/potts_paper/tables.py"),
-    ("train", {}, "core/artefacts.py"), ("plm", {}, "core/artefacts.py"),
-    ("sample_complexity", {}, "core/artefacts.py"),
+    ("potts_figure", {"panel": "fig2b"}, "studies/potts_paper/tables.py"),
+    ("potts_train", {}, "core/artefacts.py"), ("potts_plm", {}, "core/artefacts.py"),
+    ("potts_sample_complexity", {}, "core/artefacts.py"),
     ("paths_figure", {"panel": "paths_fig2c"}, "attention/designs.py"),
 ])
 def test_digest_includes_modules_reached_indirectly(name, wildcards, module):
     """A figure job's code is the dispatcher's and its panel's draw function's."""
-    files = {f for target in stage_code(name, wildcards) for f in code_digest.stage_files(target)}
+    files = {f for target in stage_code(name, STAGES[name], wildcards)
+             for f in code_digest.stage_files(target)}
     assert code_digest.ROOT / module in files
 
 
@@ -84,25 +87,29 @@ def test_a_figure_jobs_code_is_its_panels(panel):
     """Each study's figure rule runs the one dispatcher, and a figure job's code is the
     dispatcher's and its own panel's draw function's."""
     rule = next(r.name for study in studies() if panel in {p.name for p in study.panels}
-                for r in study.rules if r.stage == "workflow_lib.pages.figure:figure")
-    targets = stage_code(rule, {"panel": panel})
-    assert targets == ("workflow_lib.pages.figure:figure", registry_panel(panel).draw)
+                for r in study.rules if r.kind == "figure")
+    assert STAGES[rule] == FIGURE_STAGE
+    targets = stage_code(rule, STAGES[rule], {"panel": panel})
+    assert targets == (FIGURE_STAGE, registry_panel(panel).draw)
 
 
 @pytest.mark.parametrize("study", studies(), ids=lambda study: study.name)
 def test_a_claims_jobs_code_is_its_studys_claims(study):
     """Each study's claims rule runs the one claims stage, and a claims job's code is the
     stage's and its study's claims function's (its claims module in the digest)."""
-    targets = stage_code(study.rule_running(CLAIMS_STAGE).name, {})
+    name = study.rule_of("claims").name
+    assert STAGES[name] == CLAIMS_STAGE
+    targets = stage_code(name, STAGES[name], {})
     assert targets == (CLAIMS_STAGE, study.claims_of)
     files = {f for target in targets for f in code_digest.stage_files(target)}
     assert code_digest.ROOT / "studies" / study.name / "claims.py" in files
 
 def test_digest_of_a_function_leaves_out_its_module_neighbours():
-    """``couplings`` and ``sample`` share a module; only ``sample`` runs the Gibbs sampler."""
+    """``potts_couplings`` and ``potts_sample`` share a module; only ``potts_sample`` runs the
+    Gibbs sampler."""
     gibbs = code_digest.ROOT / "potts" / "gibbs.py"
-    assert gibbs in code_digest.stage_files(STAGES["sample"])
-    assert gibbs not in code_digest.stage_files(STAGES["couplings"])
+    assert gibbs in code_digest.stage_files(STAGES["potts_sample"])
+    assert gibbs not in code_digest.stage_files(STAGES["potts_couplings"])
 
 
 @pytest.fixture
@@ -126,12 +133,13 @@ def test_deep_edit_changes_exactly_the_dependent_stages(package):
     before = _digests(package)
     with open(package / "potts" / "diagnostics.py", "a") as f:  # stage -> datasets -> diagnostics
         f.write("\n# an edit\n")
-    assert _changed(before, _digests(package)) == {"sample"}
+    assert _changed(before, _digests(package)) == {"potts_sample"}
     before = _digests(package)
     with open(package / "mlm" / "models.py", "a") as f:  # stage -> mlm.plm / mlm.train -> models
         f.write("\n# an edit\n")  # and the protein fits: proteins.models -> mlm.models
-    assert _changed(before, _digests(package)) == {"train", "plm", "sample_complexity",
-                                                   "protein_fit", "protein_final_fit"}
+    assert _changed(before, _digests(package)) == {"potts_train", "potts_plm",
+                                                   "potts_sample_complexity", "protein_fit",
+                                                   "protein_final_fit"}
 
 
 @pytest.mark.slow
@@ -142,10 +150,10 @@ def test_module_joining_the_import_graph_later_is_picked_up(package):
     saddle = package / "replica" / "saddle.py"
     saddle.write_text("from workflow_lib.replica import extra  # noqa: F401\n" + saddle.read_text())
     after = _digests(package)
-    assert _changed(before, after) == {"replica_theory", "replica_sims"}
+    assert _changed(before, after) == {"potts_replica_theory", "potts_replica_sims"}
     with open(package / "replica" / "extra.py", "a") as f:
         f.write("SCALE = 2.0\n")
-    assert _changed(after, _digests(package)) == {"replica_theory", "replica_sims"}
+    assert _changed(after, _digests(package)) == {"potts_replica_theory", "potts_replica_sims"}
 
 
 def test_relative_and_function_local_imports_are_followed(package):
@@ -153,18 +161,17 @@ def test_relative_and_function_local_imports_are_followed(package):
     simulate = package / "replica" / "simulate.py"
     simulate.write_text(simulate.read_text() + "\n\ndef _late():\n    from . import extra\n"
                         "    return extra.SCALE\n")
-    assert package / "replica" / "extra.py" in code_digest.stage_files(STAGES["replica_sims"],
+    assert package / "replica" / "extra.py" in code_digest.stage_files(STAGES["potts_replica_sims"],
                                                                        package)
 
 
 def test_no_stage_imports_another_stage():
     """Stages share code through the science, table and figure modules, not through each other:
-    no module that holds stages (``registry.stages``) imports another."""
+    no module that holds stages (``core.workflow.stage_functions``) imports another."""
     import ast
 
-    from workflow_lib.core.studies import stages
 
-    modules = {target.split(":")[0] for target in stages().values()}
+    modules = {target.split(":")[0] for target in STAGES.values()}
     assert len(modules) > 5
     for module in sorted(modules):
         path = code_digest.ROOT.parent / f"{module.replace('.', '/')}.py"

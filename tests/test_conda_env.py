@@ -23,7 +23,7 @@ from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 
 from tests.conftest import ROOT
-from workflow_lib.pages.stage_tables import parsed_workflow
+from workflow_lib.core.workflow import parsed_workflow
 from workflow_lib.runtime.job_environment import job_environment
 
 pytestmark = pytest.mark.xdist_group("conda_env")  # one worker parses the workflow once

@@ -63,8 +63,9 @@ def test_a_run_copied_into_a_new_checkout_and_environment_plans_nothing(tiny_run
     assert "Nothing to be done" in out, out[-3000:]
 
     # a forced job runs in the new environment although it is not activated
-    forced = subprocess.run([str(python), "-m", "snakemake", TARGET, "--forcerun", "couplings_r0",
-                             "--cores", "1", "--configfile", "tiny.yaml"], cwd=wd,
+    forced = subprocess.run([str(python), "-m", "snakemake", TARGET, "--forcerun",
+                             "potts_couplings_r0", "--cores", "1", "--configfile", "tiny.yaml"],
+                            cwd=wd,
                             env=bare_env(wd), capture_output=True, text=True, timeout=600)
     assert forced.returncode == 0, (forced.stdout + forced.stderr)[-3000:]
     assert (wd / TARGET).stat().st_mtime > (tiny_run / TARGET).stat().st_mtime

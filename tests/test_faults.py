@@ -17,9 +17,8 @@ import pytest
 import yaml
 
 from tests.test_slurm import PY, REPO, TARGETS, copy_workflow, run, snakemake_env, tiny_config
-from tests.workflow_runs import clone, copy_env
+from tests.workflow_runs import clone, copy_env, registered
 from workflow_lib.core.artefacts import ArtefactError, read_artefact
-from workflow_lib.core.registry import registered
 
 pytestmark = pytest.mark.slow
 
@@ -105,7 +104,7 @@ def test_killed_run_leaves_no_complete_looking_output_and_resumes(tmp_path):
     assert rc == 0, out[-3000:]
     rc, out = run([*cmd, "--rerun-incomplete"], wd, snakemake_env(), timeout=600)
     assert rc == 0, out[-5000:]
-    assert "rule couplings" not in out  # the finished couplings job is not redone
+    assert "rule potts_couplings" not in out  # the finished couplings job is not redone
     art = read_artefact(target, SAMPLES, required=("train", "test"))
     assert art["train"].shape == (200, 5)
 
@@ -118,9 +117,9 @@ def test_corrupt_couplings_give_a_one_line_error_naming_the_file(tiny_run, tmp_p
     couplings.write_bytes(b"this is not HDF5\n" * 64 if damage == "junk" else data[:1024])
     with pytest.raises(ArtefactError):
         read_artefact(couplings)
-    rc, out = snakemake(wd, TARGETS[0], "--forcerun", "sample_r0")
+    rc, out = snakemake(wd, TARGETS[0], "--forcerun", "potts_sample_r0")
     assert rc != 0
-    assert "Error in rule sample_r0" in out
+    assert "Error in rule potts_sample_r0" in out
     log = (wd / "results/logs/potts/r0/samples.log").read_text()
     errors = [line for line in log.splitlines() if line.startswith("error: ")]
     assert len(errors) == 1, log
@@ -145,8 +144,8 @@ def test_editing_code_reruns_only_dependent_rules(tiny_run, tmp_path):
     # each edit is cumulative: module edited -> jobs planned (both realisations)
     for module, jobs in (
         ("mlm/models.py", {}),  # not reached by the stages of these targets
-        ("potts/gibbs.py", {"sample": 2}),  # stage -> potts.protocols -> potts.gibbs
-        ("potts/model.py", {"couplings": 2, "sample": 2}),  # reached by both stages
+        ("potts/gibbs.py", {"potts_sample": 2}),  # stage -> potts.protocols -> potts.gibbs
+        ("potts/model.py", {"potts_couplings": 2, "potts_sample": 2}),  # reached by both stages
     ):
         with open(wd / "workflow_lib" / module, "a") as f:
             f.write("\n# an edit\n")

@@ -22,6 +22,7 @@ import pytest
 import yaml
 
 from tests.workflow_runs import TINY, copy_env, repo_copy
+from workflow_lib.core.workflow import stage_functions
 
 pytestmark = pytest.mark.slow
 
@@ -66,11 +67,11 @@ def completed(wd: Path, target: str, *args: str) -> str:
     return run.stdout + run.stderr
 
 
-def stopped(wd: Path, target: str, stage: str, log: str, ready: str, checkpoint: str,
+def stopped(wd: Path, target: str, rule: str, log: str, ready: str, checkpoint: str,
             sig: signal.Signals) -> tuple[int, str]:
     """Run Snakemake to ``target`` and, once the job's ``log`` holds ``ready`` and its
-    ``checkpoint`` exists, send ``sig`` to the job's stage process (``python -m workflow_lib
-    stage STAGE``); Snakemake's exit status and output."""
+    ``checkpoint`` exists, send ``sig`` to the stage process of the job of registered rule
+    ``rule`` (``stage_process``); Snakemake's exit status and output."""
     with open(wd / ".test-stopped.txt", "w+") as out:
         proc = subprocess.Popen(command(target), cwd=wd, env=copy_env(wd), stdout=out,
                                 stderr=subprocess.STDOUT, start_new_session=True)
@@ -81,7 +82,7 @@ def stopped(wd: Path, target: str, stage: str, log: str, ready: str, checkpoint:
                 assert proc.poll() is None, f"snakemake ended before {ready!r} in {log}"
                 assert time.monotonic() < deadline, f"no {ready!r} in {log} within 900 s"
                 time.sleep(0.05)
-            os.kill(stage_process(wd, stage), sig)
+            os.kill(stage_process(wd, rule), sig)
             rc = proc.wait(timeout=300)
         finally:
             if proc.poll() is None:
@@ -91,9 +92,10 @@ def stopped(wd: Path, target: str, stage: str, log: str, ready: str, checkpoint:
         return rc, out.read()
 
 
-def stage_process(wd: Path, stage: str) -> int:
-    """The pid of the process that runs ``python -m workflow_lib stage STAGE`` in ``wd``
-    (Linux /proc)."""
+def stage_process(wd: Path, rule: str) -> int:
+    """The pid of the process that runs registered rule ``rule``'s stage (``python -m
+    workflow_lib stage FUNCTION``) in ``wd`` (Linux /proc)."""
+    stage = stage_functions()[rule]
     for proc in Path("/proc").iterdir():
         try:
             argv = (proc / "cmdline").read_bytes().split(b"\0")
@@ -102,7 +104,7 @@ def stage_process(wd: Path, stage: str) -> int:
                 return int(proc.name)
         except (OSError, ValueError):
             continue
-    raise AssertionError(f"no process of stage {stage} in {wd}")
+    raise AssertionError(f"no process of stage {stage} (rule {rule}) in {wd}")
 
 
 def contents(path: Path) -> tuple[dict, dict]:
@@ -154,8 +156,8 @@ def assert_resumes(wd: Path, target: str, stage: str, log: str, ready: str, chec
 
 
 @pytest.mark.parametrize(("config", "target", "rule", "log", "marker", "checkpoint", "says"), [
-    pytest.param(SWEEP_CONFIG, SWEEP, "sample_complexity", SWEEP_LOG, "M = 5:", SWEEP_CHECKPOINT,
-                 "", id="sweep"),
+    pytest.param(SWEEP_CONFIG, SWEEP, "potts_sample_complexity", SWEEP_LOG, "M = 5:",
+                 SWEEP_CHECKPOINT, "", id="sweep"),
     pytest.param(OMNIGLOT_CONFIG, MODEL, "omniglot_train", MODEL_LOG, "step 500/3000",
                  MODEL_CHECKPOINT, " of 3000 of omniglot training; 0 finished parts kept",
                  id="omniglot"),
@@ -175,7 +177,7 @@ def test_a_checkpoint_of_another_config_or_code_is_not_used_and_false_discards_i
     module of another code, and each starts over; with ``checkpoints=False`` it discards C."""
     wd = workflow(tmp_path, SWEEP_CONFIG)
     checkpoint, kept = wd / SWEEP_CHECKPOINT, tmp_path / "kept.npz"
-    rc, out = stopped(wd, SWEEP, "sample_complexity", SWEEP_LOG, "M = 5:", SWEEP_CHECKPOINT,
+    rc, out = stopped(wd, SWEEP, "potts_sample_complexity", SWEEP_LOG, "M = 5:", SWEEP_CHECKPOINT,
                       signal.SIGTERM)
     assert rc != 0 and checkpoint.exists(), out[-3000:]
     shutil.copy(checkpoint, kept)

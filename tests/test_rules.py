@@ -1,7 +1,8 @@
 """The rules as a Snakemake reader finds them: one file per study in ``rules/``, included by
 plain paths, lint-clean, each rule stating its own directives (nothing changes a rule after
 parsing; the rules that end every study are stated once, by the helpers of ``rules/common.smk``),
-each registered rule parsed with its stage, and the local rules those the registries name."""
+each registered rule parsed with the stage function its text names, and the local rules those the
+registries name."""
 
 from __future__ import annotations
 
@@ -15,16 +16,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
-from workflow_lib.core.registry import (
-    CLAIMS_STAGE,
-    FIGURE_STAGE,
-    chunk_label,
-    chunk_rule,
-    chunks,
-    registered,
-)
+from workflow_lib.core.registry import chunk_label, chunk_rule, chunks, resolve
 from workflow_lib.core.studies import names, rules, studies
-from workflow_lib.pages.stage_tables import parsed_workflow
+from workflow_lib.core.workflow import parsed_workflow, stage_functions
 
 RULE_FILES = [ROOT / "Snakefile", *sorted((ROOT / "rules").glob("*.smk"))]
 
@@ -53,11 +47,13 @@ def test_no_rule_is_rewritten_after_parsing():
 
 @pytest.fixture(scope="module")
 def parsed() -> dict:
-    """Each rule of the workflow parsed with its default config: name -> (its stage param, log,
-    benchmark, software environment, shell command, local)."""
+    """Each rule of the workflow parsed with its default config: name -> (the registered rule it
+    runs, its stage param, log, benchmark, software environment, shell command, local)."""
     with parsed_workflow() as workflow:
-        return {rule.name: (rule.params.get("stage"), list(rule.log), rule.benchmark,
-                            rule.conda_env, rule.shellcmd, rule.name in workflow._localrules)
+        registered = workflow.globals["REGISTERED"]
+        return {rule.name: (registered.get(rule.name, rule.name), rule.params.get("stage"),
+                            list(rule.log), rule.benchmark, rule.conda_env, rule.shellcmd,
+                            rule.name in workflow._localrules)
                 for rule in workflow.rules}
 
 
@@ -74,19 +70,20 @@ def test_every_rule_states_its_directives():
             assert directive in block, (block[:80], directive)
 
 
-def test_every_registered_rule_runs_its_stage(parsed):
+def test_every_registered_rule_runs_the_stage_its_text_names(parsed):
     """Every registered rule is parsed (a chunked one as its chunks' rules), each runs the stage
-    of its name with its log, benchmark and software environment, and is a local rule exactly
-    when its registry entry says so."""
-    entries = rules()
-    assert {registered(name) for name, each in parsed.items() if each[0]} == set(entries)
-    for name, (stage, log, benchmark, env, shell, local) in parsed.items():
+    function its rules file names (one per registered rule, a function of the package) with its
+    log, benchmark and software environment, and is a local rule exactly when its registry entry
+    says so."""
+    entries, stages = rules(), stage_functions()
+    assert {each[0] for each in parsed.values() if each[1]} == set(entries) == set(stages)
+    for name, (registered, stage, log, benchmark, env, shell, local) in parsed.items():
         if stage is None:  # a target rule: no job of its own
             continue
-        assert stage == registered(name), name
+        assert stage == stages[registered] and callable(resolve(stage)), name
         assert log and benchmark and env.endswith("envs/workflow_lib.yaml"), name
         assert shell.startswith("python -m workflow_lib stage {params.stage}"), name
-        assert local == entries[stage].local, name
+        assert local == entries[registered].local, name
 
 
 def test_the_rules_ending_every_study_are_written_once():
@@ -96,8 +93,8 @@ def test_the_rules_ending_every_study_are_written_once():
         text = (ROOT / "rules" / f"{study.name}.smk").read_text()
         assert f'study_claims("{study.name}")' in text, study.name
         assert f'study_figure("{study.name}"' in text, study.name
-        for stage in (CLAIMS_STAGE, FIGURE_STAGE):
-            assert f"rule {study.rule_running(stage).name}:" not in text, (study.name, stage)
+        for kind in ("claims", "figure"):
+            assert f"rule {study.rule_of(kind).name}:" not in text, (study.name, kind)
 
 
 def test_lint_is_clean():
@@ -105,16 +102,15 @@ def test_lint_is_clean():
     assert lint.returncode == 0, (lint.stdout + lint.stderr)[-3000:]
 
 
-def test_chunk_rules_name_their_registered_rule_and_realisations():
-    """A chunk's rule (``train_r3``, ``train_r0_9``) maps back to its registered rule, and no
-    registered rule's name reads as a chunk's."""
+def test_chunk_rules_name_their_registered_rule_and_realisations(parsed):
+    """A chunk's rule (``potts_train_r3``, ``potts_train_r0_9``) is named after its registered
+    rule and its realisations, and the rules files record which registered rule it runs."""
     assert chunks(list(range(7)), 3) == [[0, 1, 2], [3, 4, 5], [6]]
     assert [chunk_label(c) for c in chunks(list(range(4)), 3)] == ["r0-2", "r3"]
-    for name in rules():
-        assert registered(name) == name
-        for chunk in ([3], list(range(10))):
-            assert registered(chunk_rule(name, chunk)) == name
-    assert chunk_rule("train", list(range(10))) == "train_r0_9"
+    assert chunk_rule("potts_train", list(range(10))) == "potts_train_r0_9"
+    chunked = {name: each[0] for name, each in parsed.items() if each[0] != name}
+    assert chunked and all(re.fullmatch(rf"{re.escape(of)}_r\d+(_\d+)?", name)
+                           for name, of in chunked.items()), chunked
 
 
 def test_the_report_page_job_names_the_config_files_as_merged(tmp_path):
@@ -127,7 +123,8 @@ def test_the_report_page_job_names_the_config_files_as_merged(tmp_path):
     run = snakemake("-n", "-p", "--configfile", "config.yaml", "config/quick_identity.yaml",
                     "--config", f"results={tmp_path / 'results'}")
     assert run.returncode == 0, run.stderr[-3000:]
-    (line,) = [line for line in run.stdout.splitlines() if "stage report_page --job" in line]
+    (line,) = [line for line in run.stdout.splitlines()
+               if "stage workflow_lib.pages.report:report_page --job" in line]
     words = shlex.split(line)
     job = json.loads(words[words.index("--job") + 1])
     assert job["params"]["configfiles"] == ["config.yaml", "config/quick_identity.yaml"]

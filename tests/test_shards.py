@@ -20,6 +20,7 @@ from tests.workflow_runs import (
     TINY_ALL,
     clone,
     copy_env,
+    registered,
     repo_copy,
     snakemake,
     snakemake_in,
@@ -29,7 +30,6 @@ from workflow_lib.claims.statistics import rounded
 from workflow_lib.core.config import load_config
 from workflow_lib.core.errors import ConfigError, ShardError
 from workflow_lib.core.realisations import realisations, snapshot_name
-from workflow_lib.core.registry import registered
 from workflow_lib.core.studies import studies
 from workflow_lib.pages.results import read_claims, results_page
 from workflow_lib.shards.snapshots import merge_shards, shared_table
@@ -70,7 +70,7 @@ def sharded(tiny_run, tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("sharded")
     docs = root / "docs"
     ran = _shard(clone(tiny_run, root / "whole"), "0-0", docs)
-    assert ran == {"aggregate", "protein_tables", "manifest", "all"}, ran
+    assert ran == {"potts_tables", "protein_tables", "manifest", "all"}, ran
     fresh = repo_copy(root / "fresh")
     _shard(fresh, "1-1", docs)
     merge = _docs(ROOT, docs, "--merge")  # the pages read the repository's presets
@@ -279,8 +279,9 @@ def test_shard_studies_outside_a_shard_are_refused_with_one_line(extra, message)
                 "(realisations = 2, paths.realisations = 1, proteins.realisations = 3)"),
     ("1-0", {}, 'shard = "1-0": FIRST must not exceed LAST'),
     ("1-1", {"realisations_per_job": 2},
-     'shard = "1-1": compute.realisations_per_job = 2 trains realisations 0-1, 2-3, ... in one '
-     "job each; a shard must start and end on those bounds, as the whole run's jobs"),
+     'shard = "1-1": compute.realisations_per_job = 2 runs realisations 0-1, 2-3, ... of rule '
+     "potts_train side by side in one job each; a shard must start and end on those bounds, as "
+     "the whole run's jobs"),
     ("0_1", {}, 'shard = "0_1": must be string or null matching ^[0-9]+-[0-9]+$'),
 ])
 def test_a_shard_outside_the_run_is_refused_with_one_line(shard, compute, message):
@@ -347,7 +348,7 @@ def test_a_shard_of_the_proteins_runs_in_the_default_target(tmp_path):
     jobs = {registered(name)
             for name in re.findall(r"^(?:local)?rule (\w+):$", plan.stdout, re.MULTILINE)}
     assert {"protein_fit", "protein_tables", "manifest"} <= jobs
-    assert not jobs & {"protein_claims", "protein_figure", "sample", "paths_sample"}
+    assert not jobs & {"protein_claims", "protein_figure", "potts_sample", "paths_sample"}
     refused = snakemake(tmp_path, config, "proteins", "--dry-run")
     assert refused.returncode != 0
     assert ('shard = "1-1": a shard runs the default target, not `proteins` (its claims and '

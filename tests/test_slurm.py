@@ -18,10 +18,9 @@ import pytest
 import yaml
 
 from tests.slurm_cluster import ClusterError, slurm_unavailable, start_cluster
-from tests.workflow_runs import TINY
+from tests.workflow_runs import TINY, registered
 from workflow_lib.core.config import load_config, merge
 from workflow_lib.core.errors import ConfigError
-from workflow_lib.core.registry import registered
 from workflow_lib.core.studies import rules
 
 REPO = Path(__file__).resolve().parents[1]
@@ -117,7 +116,8 @@ def dry_run_jobs(text: str) -> list[tuple[str, dict]]:
 
 
 def chunk_of(rule: str) -> list[int]:
-    """The realisations of a chunk's rule (``registry.chunk_rule``): ``train_r0_9``: 0 to 9."""
+    """The realisations of a chunk's rule (``registry.chunk_rule``): of ``potts_train_r0_9``, 0
+    to 9."""
     first, last = re.search(r"_r(\d+)(?:_(\d+))?$", rule).groups()
     return list(range(int(first), int(last or first) + 1))
 
@@ -126,7 +126,7 @@ def per_realisation_parts(name: str, cfg: dict) -> list[dict[str, str]]:
     """The wildcards, besides the realisation, of each part of a job of the per-realisation
     rule ``name`` (``rules/*.smk``: ``per_realisation(..., each=...)``)."""
     experiments, widths = cfg["paths"]["experiments"], cfg["paths"]["sample_widths"]
-    return {"plm": [{"kind": kind} for kind in cfg["plm"]["kinds"]],
+    return {"potts_plm": [{"kind": kind} for kind in cfg["plm"]["kinds"]],
             "paths_features": [{"experiment": e} for e in experiments],
             "paths_theory": [{"experiment": e} for e in experiments],
             "paths_sample": [{"experiment": e, "N": str(n)} for e in experiments for n in widths],
@@ -186,7 +186,7 @@ def test_dry_run_resources(tmp_path, gpu):
         entry, res = registry[registered(rule)], job["resources"]
         if rule == entry.name:  # one rule, its job's wildcards
             want = entry.resources(full, job["wildcards"], attempt=1)
-        elif entry.name == "train":  # a training chunk, side by side in one program
+        elif entry.side_by_side:  # a training chunk, side by side in one program
             want = entry.resources(full, job["wildcards"] | {"realisations": chunk_of(rule)}, 1)
         else:  # a per_realisation job: its parts' runtimes summed, their largest memory
             parts = [entry.resources(full, {"r": str(r), **part}, attempt=1)
@@ -214,7 +214,8 @@ def test_resources_grow_with_the_preset_and_the_attempt():
         assert first["runtime"] >= 1 and first["mem_mb"] >= 500, (name, first)
         assert second["runtime"] >= 2 * first["runtime"] - 1, (name, first, second)
         assert second["mem_mb"] >= 2 * first["mem_mb"] - 1, (name, first, second)
-    for name in ("sample", "train", "plm", "sample_complexity", "replica_sims", "omniglot_train"):
+    for name in ("potts_sample", "potts_train", "potts_plm", "potts_sample_complexity",
+                 "potts_replica_sims", "omniglot_train"):
         q, p = (rules()[name].resources(c, wildcards) for c in (quick, paper))
         assert p["runtime"] > q["runtime"], (name, q, p)
 
@@ -325,7 +326,7 @@ def test_sampling_runs_on_slurm(cluster, cluster_runs):
     # every job went through sbatch, with the profile's resources and the config's threads
     calls = [line for line in out.splitlines() if line.startswith("sbatch call:")]
     assert len(calls) == 4, calls
-    for rule, n_cpus in (("couplings", 1), ("sample", threads)):
+    for rule, n_cpus in (("potts_couplings", 1), ("potts_sample", threads)):
         full = merge(yaml.safe_load((REPO / "config.yaml").read_text()), tiny_config(threads))
         want = rules()[rule].resources(load_config(full), {"r": "0"})
         mine = [c for c in calls if f"--comment rule_{rule}_" in c]
@@ -336,12 +337,12 @@ def test_sampling_runs_on_slurm(cluster, cluster_runs):
             assert f"--cpus-per-task={n_cpus} " in call and "--gpus" not in call, call
     jobs = slurm_jobs(cluster, wd)
     assert sorted(j["comment"] for j in jobs) == sorted(  # one rule per realisation, no wildcard
-        f"rule_{rule}_r{r}" for rule in ("couplings", "sample") for r in (0, 1)
+        f"rule_{rule}_r{r}" for rule in ("potts_couplings", "potts_sample") for r in (0, 1)
     ), jobs
     assert all(j["state"] == "COMPLETED" for j in jobs), jobs
     logs = sorted((wd / ".snakemake" / "slurm_logs").glob("rule_*/*.log"))
     assert len(logs) == 4, logs
-    sample_log = next(p for p in logs if p.parts[-2] == "rule_sample_r0").read_text()
+    sample_log = next(p for p in logs if p.parts[-2] == "rule_potts_sample_r0").read_text()
     assert f'"threads": {threads}' in sample_log  # the job JSON, built inside the SLURM job
 
 
@@ -379,8 +380,8 @@ def test_gpu_jobs_ask_through_the_plugins_resources(cluster, cluster_runs):
     threads = cluster_threads(cluster)
     assert rc != 0, out[-5000:]
     calls = [line for line in out.splitlines() if line.startswith("sbatch call:")]
-    couplings = [c for c in calls if "--comment rule_couplings_" in c]
-    sample = [c for c in calls if "--comment rule_sample_" in c]
+    couplings = [c for c in calls if "--comment rule_potts_couplings_" in c]
+    sample = [c for c in calls if "--comment rule_potts_sample_" in c]
     assert len(couplings) == 1 and len(sample) == 1, calls
     assert f"-p {cluster.partition} " in couplings[0] and "--gpus" not in couplings[0], couplings
     assert f"-p {cluster.gpu_partition} " in sample[0], sample

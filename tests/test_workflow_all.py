@@ -97,10 +97,11 @@ def same_numbers(path_a, path_b) -> None:
 
 def test_chunked_jobs_give_the_same_artefacts(tiny_run, tmp_path):
     """With ``compute.realisations_per_job: 2`` one job per stage runs both realisations
-    (rules ``couplings_r0_1``, ``sample_r0_1``, ``plm_r0_1``, ``sample_complexity_r0_1``: in
+    (rules ``potts_couplings_r0_1``, ``potts_sample_r0_1``, ``potts_plm_r0_1``,
+    ``potts_sample_complexity_r0_1``: in
     turn, in one process; ``plm_r0_1`` each fit kind too) and writes each realisation's
     artefacts to the last bit as the one-realisation jobs of the session's run; one training job
-    per architecture (``train_r0_1``) fits both side by side, the same within ``BATCHED_RTOL``
+    per architecture (``potts_train_r0_1``) fits both side by side, the same within ``BATCHED_RTOL``
     (float32 rounding)."""
     wd = clone(tiny_run, tmp_path / "chunked")
     cfg = yaml.safe_load((wd / "tiny.yaml").read_text())
@@ -114,8 +115,8 @@ def test_chunked_jobs_give_the_same_artefacts(tiny_run, tmp_path):
     run = snakemake_in(wd, *models, *exact)
     assert run.returncode == 0, (run.stdout + run.stderr)[-5000:]
     out = run.stdout + run.stderr
-    assert out.count("rule train_r0_1:") == len(archs)
-    for rule in ("couplings", "sample", "plm", "sample_complexity"):
+    assert out.count("rule potts_train_r0_1:") == len(archs)
+    for rule in ("potts_couplings", "potts_sample", "potts_plm", "potts_sample_complexity"):
         assert out.count(f"rule {rule}_r0_1:") == 1, rule
     for path in exact:
         same_numbers(tiny_run / path, wd / path)

@@ -13,6 +13,8 @@ from workflow_lib.potts.artefact import POTTS_SAMPLES
 
 pytestmark = pytest.mark.slow
 
+STAGES = "workflow_lib.studies.potts_paper.stages_data"  # its rules file names them
+
 
 def test_sampling_rules_end_to_end_and_cached(tiny_run):
     """The couplings and sample rules of the session's shared tiny run (``tests/conftest.py``)."""
@@ -58,7 +60,8 @@ def test_same_seed_gives_identical_datasets(tmp_path):
                "params": {"seed": 4, "realisation": 1, "potts": TINY["potts"] | {"U": "gaussian"},
                           "sampling": TINY["sampling"] | {"protocol": "single_chain"},
                           "beta_tuning": {}}}
-        cmd = [sys.executable, "-m", "workflow_lib", "stage", name, "--job", json.dumps(job)]
+        cmd = [sys.executable, "-m", "workflow_lib", "stage", f"{STAGES}:{name}", "--job",
+               json.dumps(job)]
         subprocess.run(cmd, check=True, capture_output=True, timeout=300)
 
     inputs = {"sample": {"couplings": str(tmp_path / "c.h5")}}
@@ -73,7 +76,9 @@ def test_same_seed_gives_identical_datasets(tmp_path):
 
 
 def _run_stage(name: str, job: dict) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "workflow_lib", "stage", name, "--job", json.dumps(job)]
+    """Stage ``name`` of the Potts paper's data stages on ``job``, as a rule runs it."""
+    cmd = [sys.executable, "-m", "workflow_lib", "stage", f"{STAGES}:{name}", "--job",
+           json.dumps(job)]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=600)
 
 

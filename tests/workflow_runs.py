@@ -100,3 +100,15 @@ def clone(run: Path, dest: Path) -> Path:
     """A copy of a finished run (mtimes and .snakemake metadata kept) to modify."""
     shutil.copytree(run, dest, symlinks=True, ignore=shutil.ignore_patterns(".test-*"))
     return dest
+
+
+def registered(rule: str) -> str:
+    """The registered rule a Snakemake rule of a run runs: for a chunk's rule
+    (``registry.chunk_rule``: the registered name, ``_r`` and the chunk) the one it is made from,
+    else ``rule`` itself (a registered rule, or a target rule such as ``all``)."""
+    from workflow_lib.core.studies import rules
+
+    names = rules()
+    made_from = [name for name in names if rule.startswith(f"{name}_r")]
+    assert len(made_from) <= 1 and not (made_from and rule in names), (rule, made_from)
+    return made_from[0] if made_from else rule

@@ -1,6 +1,7 @@
 """The command line's commands other than ``stage`` (``python -m workflow_lib``, ``__main__``):
-``inspect``, ``check-config``, ``docs``, ``claims`` and ``omniglot``. Apart from the stage entry,
-so that a change to them is no change to any stage's code (``workflow_lib.core.code_digest``)."""
+``inspect``, ``check-config``, ``rules``, ``docs``, ``claims`` and ``omniglot``. Apart from the
+stage entry, so that a change to them is no change to any stage's code
+(``workflow_lib.core.code_digest``)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     ins.add_argument("files", nargs="+")
     chk = sub.add_parser("check-config", help="validate config files (merged in order)")
     chk.add_argument("files", nargs="+")
+    sub.add_parser("rules", help="list every rule: the stage function it runs, the config keys "
+                   "of its slice and its outputs (the rules files parsed with the default config)")
     docs = sub.add_parser("docs", help="write docs/results/*.md and docs/configuration.md")
     docs.add_argument("--preset", help="the run's name on its pages, e.g. quick (without it: the "
                       "index, configuration and performance pages only)")
@@ -63,9 +66,35 @@ def run(args: argparse.Namespace) -> int:
         return _recompute_claims(args)
     elif args.command == "check-config":
         return _check_config(args.files)
+    elif args.command == "rules":
+        print(_rules())
     else:
         _run_omniglot(args)
     return 0
+
+
+def _rules() -> str:
+    """Every registered rule, study by study: ``rule -> function``, then its config keys
+    (``pages.stage_tables.slice_keys``) and outputs (relative to the results folder), indented."""
+    from workflow_lib.core.config import study_sections
+    from workflow_lib.core.studies import SHARED, studies
+    from workflow_lib.core.workflow import example_slices, rules_as_written
+    from workflow_lib.pages.stage_tables import slice_keys
+
+    results, stages, outputs = rules_as_written()
+    cfg, slices = example_slices()
+    lines = []
+    groups = [("Every study", SHARED, ()),
+              *((s.title, s.rules, study_sections(s.name)) for s in studies())]
+    for title, rules, own in groups:
+        lines.append(f"{title}:")
+        for rule in rules:
+            keys = slice_keys(slices.get(rule.name, {}), cfg, own)
+            files = [os.path.relpath(path, results) for path in outputs.get(rule.name, [])]
+            lines += [f"  {rule.name} -> {stages[rule.name]}",
+                      f"      config: {', '.join(keys) or 'none'}",
+                      f"      writes: {', '.join(files) or 'none'}"]
+    return "\n".join(lines)
 
 
 def _write_docs(args: argparse.Namespace) -> None:

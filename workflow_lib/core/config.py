@@ -54,13 +54,17 @@ def _schema() -> dict:
     return schema
 
 
+def study_sections(name: str) -> tuple[str, ...]:
+    """The config sections of study ``name``'s own (``studies/<name>/config.schema.json``; none
+    without one)."""
+    path = resources.files("workflow_lib.studies") / name / STUDY_SCHEMA
+    return tuple(json.loads(path.read_text())["properties"]) if path.is_file() else ()
+
+
 def study_keys(name: str) -> tuple[str, ...]:
     """The top-level config keys study ``name`` reads: the shared schema's and the sections of
-    its own (``studies/<name>/config.schema.json``; none without one)."""
-    shared = json.loads(SCHEMA.read_text())["properties"]
-    path = resources.files("workflow_lib.studies") / name / STUDY_SCHEMA
-    own = json.loads(path.read_text())["properties"] if path.is_file() else {}
-    return (*shared, *own)
+    its own (``study_sections``)."""
+    return (*json.loads(SCHEMA.read_text())["properties"], *study_sections(name))
 
 
 def schema_default(key: str) -> Any:

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from workflow_lib.core.errors import ConfigError
-from workflow_lib.core.registry import Config, Study, chunk_label, resolve
+from workflow_lib.core.registry import Config, Study, chunk_label, chunk_size, resolve
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -70,9 +70,9 @@ def snapshot_name(shard: str, studies_: list[str] | None) -> str:
 
 def check(cfg: Config, studies: Sequence[Study]) -> None:
     """Raise ``ConfigError`` (one line naming the key, its value and what is allowed) unless the
-    shard of ``cfg`` lies within the realisations of ``studies`` (every study) and, when it runs
-    the Potts paper, starts and ends on the bounds of its training chunks
-    (``compute.realisations_per_job``)."""
+    shard of ``cfg`` lies within the realisations of ``studies`` (every study) and starts and
+    ends on the bounds of the chunks of every rule of a study it runs that fits its chunk's
+    realisations side by side (``Rule.side_by_side``), as the whole run's jobs do."""
     ids = shard_range(cfg)
     sharded = [study.name for study in studies if study.realisations]
     for i, name in enumerate(cfg["shard_studies"] or []):
@@ -94,15 +94,21 @@ def check(cfg: Config, studies: Sequence[Study]) -> None:
         known = ", ".join(f"{key} = {n}" for key, n in counts.items())
         raise ConfigError(f"{text}: must lie within realisations 0-{most - 1}, the most of any "
                           f"study ({known})")
-    if "potts_paper" not in (cfg["shard_studies"] or ["potts_paper"]):
-        return
-    size, n = cfg["compute"]["realisations_per_job"], cfg["realisations"]
-    starts = ids[0] < n and ids[0] % size
-    ends = ids[-1] < n - 1 and (ids[-1] + 1) % size
-    if starts or ends:
-        raise ConfigError(f"{text}: compute.realisations_per_job = {size} trains realisations "
-                          f"0-{size - 1}, {size}-{2 * size - 1}, ... in one job each; a shard "
-                          "must start and end on those bounds, as the whole run's jobs")
+    for study in studies:
+        if study.name not in (cfg["shard_studies"] or [study.name]):
+            continue
+        n = study.realisation_count(cfg)
+        for rule in study.rules:
+            if not rule.side_by_side:
+                continue
+            size = chunk_size(rule, cfg)
+            starts = ids[0] < n and ids[0] % size
+            ends = ids[-1] < n - 1 and (ids[-1] + 1) % size
+            if starts or ends:
+                raise ConfigError(f"{text}: {rule.chunk} = {size} runs realisations 0-{size - 1}, "
+                                  f"{size}-{2 * size - 1}, ... of rule {rule.name} side by side "
+                                  "in one job each; a shard must start and end on those bounds, "
+                                  "as the whole run's jobs")
 
 
 def in_order(table: pd.DataFrame) -> pd.DataFrame:

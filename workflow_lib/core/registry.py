@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import importlib
 import math
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -58,30 +57,49 @@ def constant(value: float) -> Amount:
     return lambda cfg, wildcards: value
 
 
-# The stages every study shares: its claims table (from its tables, by its ``claims_of``) and
-# one figure panel (drawn by the panel's ``draw``).
-CLAIMS_STAGE = "workflow_lib.claims.stage:claims"
-FIGURE_STAGE = "workflow_lib.pages.figure:figure"
+PER_JOB = "compute.realisations_per_job"
+"""The chunk key (``Rule.chunk``) the studies' rules run per realisation share: how many
+realisations one job runs, one process start and import for all of them."""
+
+KINDS = ("science", "claims", "figure")
+"""What a rule makes: artefacts or tables from its inputs (``science``), a study's claims table
+from its tables (``claims``: the stage every study shares, with the study's ``claims_of``), or one
+figure panel (``figure``: the stage every study shares, with the panel's ``draw``)."""
 
 
 @dataclass(frozen=True)
 class Rule:
-    """One rule of a study. ``stage``: ``'module:function'`` it runs (the rule's name is the
-    stage's); ``params``: its config slice; ``minutes`` and ``mem_mb``: what one attempt needs,
-    from the config and wildcards (the first attempt gets them, the k-th k times as much):
+    """One rule of a study (the stage function it runs is named in its rules file, where the
+    rule is defined). ``params``: its config slice; ``minutes`` and ``mem_mb``: what one attempt
+    needs, from the config and wildcards (the first attempt gets them, the k-th k times as much):
     conservative bounds, whose constants are margins, not measurements (measured times:
     ``docs/performance.md``, ``benchmarks/results/*.csv``); ``threaded``: uses ``compute.threads``
     (else one); ``gpu``: asks for a GPU when ``compute.gpu``; ``local``: runs on the submitting
-    host (tables, figures)."""
+    host (tables, figures); ``kind``: one of ``KINDS``.
+
+    A rule run once per realisation (``per_realisation`` in ``rules/common.smk``) runs one
+    realisation per job unless ``chunk`` names the dotted config key of how many one job runs
+    (e.g. ``compute.realisations_per_job``: one process start and import, each program traced
+    once); ``side_by_side``: the job fits its chunk's realisations together in one program (not
+    in turn), so a shard must start and end on the chunks' bounds to give the whole run's
+    numbers (``realisations.check``)."""
 
     name: str
-    stage: str
     params: Params
     minutes: Amount
     mem_mb: Amount
     threaded: bool = False
     gpu: bool = False
     local: bool = False
+    kind: str = "science"
+    chunk: str = ""
+    side_by_side: bool = False
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"rule {self.name}: kind {self.kind!r} is none of {KINDS}")
+        if self.side_by_side and not self.chunk:
+            raise ValueError(f"rule {self.name}: side_by_side needs a chunk key")
 
     def resources(self, cfg: Config, wildcards: Wildcards, attempt: int = 1) -> dict[str, int]:
         """``{'runtime': minutes, 'mem_mb': MB}`` of attempt ``attempt`` (1, 2, ...)."""
@@ -157,12 +175,11 @@ class Study:
                 return each
         raise KeyError(f"study {self.name} has no rule {name!r}")
 
-    def rule_running(self, stage: str) -> Rule:
-        """The study's one rule that runs ``stage`` (``CLAIMS_STAGE``, ``FIGURE_STAGE``)."""
-        found = [each for each in self.rules if each.stage == stage]
+    def rule_of(self, kind: str) -> Rule:
+        """The study's one rule of ``kind`` (``'claims'``, ``'figure'``)."""
+        found = [each for each in self.rules if each.kind == kind]
         if len(found) != 1:
-            raise KeyError(f"study {self.name} has {len(found)} rules running {stage}; "
-                           "expected one")
+            raise KeyError(f"study {self.name} has {len(found)} {kind} rules; expected one")
         return found[0]
 
     def panel(self, name: str) -> Panel:
@@ -178,12 +195,7 @@ class Study:
     def realisation_count(self, cfg: Config) -> int:
         """How many realisations the whole run of ``cfg`` has (its ``realisations`` key; 0 for
         a study without realisations)."""
-        if not self.realisations:
-            return 0
-        node: Any = cfg
-        for part in self.realisations.split("."):
-            node = node[part]
-        return int(node)
+        return int(config_value(cfg, self.realisations)) if self.realisations else 0
 
     def realisation_tables(self) -> tuple[str, ...]:
         """Its tables with one row per realisation and more (neither shared nor summaries;
@@ -195,21 +207,19 @@ class Study:
 
     def science(self) -> tuple[Rule, ...]:
         """The rules whose jobs its tables come from: all but its claims and figure rules."""
-        return tuple(each for each in self.rules
-                     if each.stage not in (CLAIMS_STAGE, FIGURE_STAGE))
+        return tuple(each for each in self.rules if each.kind == "science")
 
 
 def claims_rule(name: str, study: str) -> Rule:
-    """Rule ``name``: the claims table of study ``study`` from its tables (``CLAIMS_STAGE``), on
-    the submitting host; its config slice is the study's name."""
-    return Rule(name, CLAIMS_STAGE, lambda cfg, wildcards: {"study": study}, constant(10),
-                constant(2000), local=True)
+    """Rule ``name``: the claims table of study ``study`` from its tables, on the submitting
+    host; its config slice is the study's name."""
+    return Rule(name, lambda cfg, wildcards: {"study": study}, constant(10), constant(2000),
+                local=True, kind="claims")
 
 
 def figure_rule(name: str) -> Rule:
-    """Rule ``name``: one panel of a study (``FIGURE_STAGE``, the ``panel`` wildcard), on the
-    submitting host."""
-    return Rule(name, FIGURE_STAGE, panel_params, constant(10), constant(2000), local=True)
+    """Rule ``name``: one panel of a study (the ``panel`` wildcard), on the submitting host."""
+    return Rule(name, panel_params, constant(10), constant(2000), local=True, kind="figure")
 
 
 def resolve(target: str) -> Callable[..., Any]:
@@ -218,9 +228,22 @@ def resolve(target: str) -> Callable[..., Any]:
     return getattr(importlib.import_module(module), function)
 
 
+def config_value(cfg: Config, key: str) -> Any:
+    """The value of the dotted config ``key`` (e.g. ``'compute.realisations_per_job'``)."""
+    node: Any = cfg
+    for part in key.split("."):
+        node = node[part]
+    return node
+
+
+def chunk_size(rule: Rule, cfg: Config) -> int:
+    """How many realisations one job of ``rule`` runs: its ``chunk`` key's value, else one."""
+    return int(config_value(cfg, rule.chunk)) if rule.chunk else 1
+
+
 def chunks(realisations: Sequence[int], size: int) -> list[list[int]]:
-    """``realisations`` in consecutive chunks of ``size`` (the last may be shorter): the
-    realisations one job of a chunked rule fits side by side (``compute.realisations_per_job``)."""
+    """``realisations`` in consecutive chunks of ``size`` (the last may be shorter): those one job
+    of a chunked rule runs (``Rule.chunk``)."""
     return [list(realisations[i:i + size]) for i in range(0, len(realisations), size)]
 
 
@@ -230,12 +253,6 @@ def chunk_label(chunk: Sequence[int]) -> str:
 
 
 def chunk_rule(name: str, chunk: Sequence[int]) -> str:
-    """The Snakemake rule of registered rule ``name`` for ``chunk``: ``train_r3``,
-    ``train_r0_9`` (one rule per chunk, since a rule's outputs are fixed patterns)."""
+    """The Snakemake rule of registered rule ``name`` for ``chunk``: ``potts_train_r3``,
+    ``potts_train_r0_9`` (one rule per chunk, since a rule's outputs are fixed patterns)."""
     return f"{name}_{chunk_label(chunk).replace('-', '_')}"
-
-
-def registered(rule: str) -> str:
-    """The registered rule a Snakemake rule runs: ``rule`` itself, or for a chunk's rule
-    (``chunk_rule``) the name it was made from."""
-    return re.sub(r"_r\d+(_\d+)?$", "", rule)

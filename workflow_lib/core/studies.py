@@ -15,11 +15,12 @@ import functools
 import importlib
 import importlib.util
 import pkgutil
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from workflow_lib.core import realisations
+from workflow_lib.core.code_digest import stage_digest
 from workflow_lib.core.registry import (
-    CLAIMS_STAGE,
     Config,
     Panel,
     Rule,
@@ -80,16 +81,16 @@ def _report_params(cfg: Config, wildcards: Wildcards) -> dict[str, Any]:
 
 def _manifest_params(cfg: Config, wildcards: Wildcards) -> dict[str, Any]:
     """The manifest's params: the run's shard, config and realisations of the studies it runs
-    (``realisations.manifest_params``)."""
-    return realisations.manifest_params(cfg, [study(name) for name in wildcards["studies"]])
+    (``realisations.manifest_params``) and the code digest of each rule of their science
+    (``code``: study -> rule -> digest, as the rules files' stages give it)."""
+    return {**realisations.manifest_params(cfg, [study(name) for name in wildcards["studies"]]),
+            "code": wildcards["code"]}
 
 
 # Rules of no single study: the report's front page from every study's claims table, and the
 # run's manifest (what a snapshot of it records).
-SHARED = (Rule("report_page", "workflow_lib.pages.report:report_page", _report_params,
-               constant(10), constant(2000), local=True),
-          Rule("manifest", "workflow_lib.shards.manifest:manifest", _manifest_params,
-               constant(10), constant(2000), local=True))
+SHARED = (Rule("report_page", _report_params, constant(10), constant(2000), local=True),
+          Rule("manifest", _manifest_params, constant(10), constant(2000), local=True))
 
 
 def rules() -> dict[str, Rule]:
@@ -126,19 +127,20 @@ def panel(name: str) -> Panel:
     return found[0]
 
 
-def stage_code(name: str, wildcards: Wildcards) -> tuple[str, ...]:
-    """The ``'module:function'`` targets whose code a job of rule ``name`` runs: its stage and,
-    for a figure job (a ``panel`` wildcard), the panel's draw function, for a claims job its
-    study's ``claims_of``."""
-    stage = rules()[name].stage
+def stage_code(name: str, stage: str, wildcards: Wildcards) -> tuple[str, ...]:
+    """The ``'module:function'`` targets whose code a job of rule ``name`` runs: its ``stage``
+    (as its rules file names it) and, for a figure job (a ``panel`` wildcard), the panel's draw
+    function, for a claims job its study's ``claims_of``."""
     if "panel" in wildcards:
         return stage, panel(wildcards["panel"]).draw
-    if stage == CLAIMS_STAGE:
+    if rules()[name].kind == "claims":
         return stage, owner(name).claims_of
     return (stage,)
 
 
-def stages() -> dict[str, str]:
-    """Rule name -> ``'module:function'`` of its stage: what ``python -m workflow_lib stage``
-    runs, and what the rule's code digest is derived from."""
-    return {name: each.stage for name, each in rules().items()}
+def science_code(names: Sequence[str], stages: Mapping[str, str]) -> dict[str, dict[str, str]]:
+    """Study -> rule -> the code digest of the stage it runs (``stages``: rule -> its
+    ``'module:function'``, as its rules file names it), for every rule of the science of each
+    study of ``names`` (``Study.science``): what a run's manifest records."""
+    return {name: {rule.name: stage_digest(stages[rule.name]) for rule in study(name).science()}
+            for name in names}

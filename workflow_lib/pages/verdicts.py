@@ -14,16 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from workflow_lib.claims.statistics import (
-    ALPHA,
-    CHECK,
-    CLAIM,
-    FAILS,
-    HOLDS,
-    NOT_RESOLVED,
-    VERDICTS,
-    counted,
-)
+from workflow_lib.claims import statistics as c
 from workflow_lib.core.config import read_config_files
 from workflow_lib.pages.presets import QUICK, REPOSITORY
 from workflow_lib.pages.readings import reading
@@ -41,13 +32,13 @@ def read_claims(path: str | Path) -> pd.DataFrame:
 
 def verdict_counts(claims: pd.DataFrame) -> str:
     """``'12 claims: 5 hold, 6 not resolved, 1 do not hold; 3 checks: 3 hold, ...'``."""
-    plural = {HOLDS: "hold", FAILS: "do not hold"}
+    plural = {c.HOLDS: "hold", c.FAILS: "do not hold"}
     parts = []
-    for kind in (CLAIM, CHECK):
+    for kind in (c.CLAIM, c.CHECK):
         rows = claims[claims["kind"] == kind]
-        if len(rows) or kind == CLAIM:
+        if len(rows) or kind == c.CLAIM:
             counts = rows["verdict"].value_counts()
-            verdicts = ", ".join(f"{counts.get(v, 0)} {plural.get(v, v)}" for v in VERDICTS)
+            verdicts = ", ".join(f"{counts.get(v, 0)} {plural.get(v, v)}" for v in c.VERDICTS)
             parts.append(f"{len(rows)} {kind}s: {verdicts}")
     return "; ".join(parts)
 
@@ -59,7 +50,7 @@ def verdict_meaning(docs: str) -> str:
         "**What a verdict is.** Each row of a claims table is a *claim* of a paper or a *check* "
         "of the protocol (the data at their target, distinct, held out), measured by the run and "
         "tested by the test fixed for it before the data were seen. A claim **holds** when its "
-        f"test is significant on the claim's side (one-sided p below {ALPHA:g}; a deterministic "
+        f"test is significant on the claim's side (one-sided p below {c.ALPHA:g}; a deterministic "
         "value, such as a theory curve, when it meets its criterion), **does not hold** when it "
         "is significant on the opposite side (a deterministic value: when it misses its "
         "criterion), and is **not "
@@ -82,7 +73,7 @@ def gating(claims: pd.DataFrame) -> dict[str, list[str]]:
     gated: dict[str, list[str]] = {}
     if "gated_by" not in claims:
         return gated
-    for _, row in claims[claims["kind"] == CLAIM].iterrows():
+    for _, row in claims[claims["kind"] == c.CLAIM].iterrows():
         for check in check_ids(row["gated_by"]):
             gated.setdefault(check, []).append(row["id"])
     return gated
@@ -102,7 +93,7 @@ def why_not_resolved(claims: pd.DataFrame, ids: bool = False,
     gated = gating(claims)
     if not gated:
         return ""
-    claim_rows = claims[claims["kind"] == CLAIM]
+    claim_rows = claims[claims["kind"] == c.CLAIM]
     n = int(claim_rows["gated_by"].map(check_ids).map(bool).sum())
     statements = claims.set_index("id")["statement"]
     parts = []
@@ -110,8 +101,8 @@ def why_not_resolved(claims: pd.DataFrame, ids: bool = False,
         said = f" (“{escape(str(statements[check]))}”)" if check in statements else ""
         listed = ": " + ", ".join(map(code, claim_ids)) if ids else ""
         parts.append(f"{code(check)}{said} gates {len(claim_ids)}{listed}")
-    return (f"{n} of the {counted(len(claim_rows), CLAIM)} {'is' if n == 1 else 'are'} "
-            f"{NOT_RESOLVED} because a check they rest on does not hold: " + "; ".join(parts))
+    return (f"{n} of the {c.counted(len(claim_rows), c.CLAIM)} {'is' if n == 1 else 'are'} "
+            f"{c.NOT_RESOLVED} because a check they rest on does not hold: " + "; ".join(parts))
 
 
 def run_snapshot(root: Path, configs: list[str], study: str = DEFAULT_STUDY) -> Path | None:
@@ -121,7 +112,7 @@ def run_snapshot(root: Path, configs: list[str], study: str = DEFAULT_STUDY) -> 
         source = snap / f"{study}-source.json"
         if source.exists():
             ran = json.loads(source.read_text())
-            if ([c for c in ran.get("configs", []) if c != QUICK] == configs
+            if ([f for f in ran.get("configs", []) if f != QUICK] == configs
                     and not ran.get("targets")):
                 return snap
     return None
@@ -141,7 +132,7 @@ def run_verdicts(root: Path, configs: list[str], prefix: str, ids: bool = False)
     page = f"{DEFAULT_STUDY}-{snap.name}.md"
     why = why_not_resolved(claims, ids)
     return (f"{' + '.join(map(_markdown_code, files))} runs {reading(target)}. Its committed "
-            f"run ([{page}]({prefix}{page})): {verdict_counts(claims[claims['kind'] == CLAIM])}"
+            f"run ([{page}]({prefix}{page})): {verdict_counts(claims[claims['kind'] == c.CLAIM])}"
             + (f"; {why}." if why else "."))
 
 

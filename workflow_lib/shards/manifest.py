@@ -16,20 +16,15 @@ from typing import Any
 
 from workflow_lib.core import host
 from workflow_lib.core.artefacts import atomic_path
-from workflow_lib.core.code_digest import stage_digest
 from workflow_lib.core.config import digest
 from workflow_lib.core.registry import Job
-from workflow_lib.core.studies import studies
 
 
 def record(params: dict[str, Any]) -> dict[str, Any]:
-    """The manifest of a run whose config slice is ``params`` (``shards.manifest_params``): the
-    params, the config's digest, the code digest of each rule of every study's science (of the
-    code installed), the backend of the jobs marked for a GPU and the host."""
-    by_name = {study.name: study for study in studies()}
-    code = {name: {rule.name: stage_digest(rule.stage) for rule in by_name[name].science()}
-            for name in params["realisations"]}
-    return {**params, "config_digest": digest(params["config"]), "code": code,
+    """The manifest of a run whose config slice is ``params`` (``realisations.manifest_params``
+    with the ``code`` digest of each rule of every study's science): the params, the config's
+    digest, the backend of the jobs marked for a GPU and the host."""
+    return {**params, "config_digest": digest(params["config"]),
             "backend": "gpu" if params["config"]["compute"]["gpu"] else "cpu",
             "host": {"name": platform.node(), "cpu": host.cpu(), "cpus": os.cpu_count(),
                      "system": platform.platform()}}

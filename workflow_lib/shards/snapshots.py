@@ -51,7 +51,8 @@ from workflow_lib.core.realisations import (
     snapshot_name,
 )
 from workflow_lib.core.registry import Config, Panel, Study, resolve
-from workflow_lib.core.studies import studies
+from workflow_lib.core.studies import science_code, studies
+from workflow_lib.core.workflow import stage_functions
 from workflow_lib.pages.results import job_costs, job_realisations, recompute_claims
 from workflow_lib.shards.manifest import record as manifest_record
 
@@ -202,7 +203,9 @@ def snapshot_failed(results: Path, run: Path, cfg: Config, source: dict[str, Any
                              "cut the realisations that finish into shards of their own (--study "
                              "names the studies whose realisations failed)")
         failed[name] = {str(r): found[r] for r in ids}
-    record = manifest_record(manifest_params(cfg, [by_name[name] for name in names]))
+    params = manifest_params(cfg, [by_name[name] for name in names])
+    stages = stage_functions(configfiles=tuple(source["configs"]))
+    record = manifest_record({**params, "code": science_code(names, stages)})
     part = cfg["shard_studies"] is not None or bool(only)
     dest = run / SHARDS / snapshot_name(cfg["shard"], names if part else None)
     build = dest.with_name(f".{dest.name}.tmp-{os.getpid()}")

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from workflow_lib.core.registry import (
+    PER_JOB,
     Config,
     Panel,
     Rule,
@@ -18,8 +19,8 @@ from workflow_lib.core.registry import (
     no_params,
 )
 
-STAGES = "workflow_lib.studies.attention_hmm"
-DRAW = f"{STAGES}.figures"
+PACKAGE = "workflow_lib.studies.attention_hmm"
+DRAW = f"{PACKAGE}.figures"
 
 
 def _has(experiment: str) -> Callable[[Config], bool]:
@@ -70,15 +71,12 @@ STUDY = Study(
     paper="Tiberi, Mignacco, Irie & Sompolinsky, Dissecting the interplay of attention paths in "
           "a statistical mechanics theory of transformers, NeurIPS 2024",
     rules=(
-        Rule("paths_features", f"{STAGES}.stages:paths_features", _params(),
-             constant(10), _features_mb),
-        Rule("paths_theory", f"{STAGES}.stages:paths_theory",
-             _params("widths", "temperature", "solver", "n_pcs"), _theory_minutes, _features_mb),
-        Rule("paths_sample", f"{STAGES}.stages:paths_sample", _params("temperature", "sampler"),
-             _sample_minutes, lambda cfg, wc: 2 * _features_mb(cfg, wc), threaded=True,
-             gpu=True),
-        Rule("paths_tables", f"{STAGES}.stages_results:paths_tables", no_params,
-             constant(10), constant(2000), local=True),
+        Rule("paths_features", _params(), constant(10), _features_mb, chunk=PER_JOB),
+        Rule("paths_theory", _params("widths", "temperature", "solver", "n_pcs"),
+             _theory_minutes, _features_mb, chunk=PER_JOB),
+        Rule("paths_sample", _params("temperature", "sampler"), _sample_minutes,
+             lambda cfg, wc: 2 * _features_mb(cfg, wc), threaded=True, gpu=True, chunk=PER_JOB),
+        Rule("paths_tables", no_params, constant(10), constant(2000), local=True),
         figure_rule("paths_figure"),
         claims_rule("paths_claims", "attention_hmm"),
     ),

@@ -19,8 +19,8 @@ from workflow_lib.core.registry import (
     no_params,
 )
 
-STAGES = "workflow_lib.studies.omniglot"
-DRAW = f"{STAGES}.figures"
+PACKAGE = "workflow_lib.studies.omniglot"
+DRAW = f"{PACKAGE}.figures"
 DATA_KEYS = ("data_dir", "train_archive", "test_archive", "augment_rotations",
              "validation_fraction", "image_size", "patch", "positional_scale", "label_scale",
              "n_train", "n_validation", "n_test")
@@ -83,20 +83,16 @@ STUDY = Study(
     paper="Tiberi, Mignacco, Irie & Sompolinsky, Dissecting the interplay of attention paths in "
           "a statistical mechanics theory of transformers, NeurIPS 2024",
     rules=(
-        Rule("omniglot_data", f"{STAGES}.stages:omniglot_data", _params("omniglot_data"),
-             constant(20), constant(4000)),
-        Rule("omniglot_train", f"{STAGES}.stages:omniglot_train", _params("omniglot_train"),
-             _train_minutes, _mem, threaded=True, gpu=True),
-        Rule("omniglot_features", f"{STAGES}.stages:omniglot_features",
-             _params("omniglot_features"), constant(30), _mem, threaded=True),
-        Rule("omniglot_theory", f"{STAGES}.stages:omniglot_theory", _params("omniglot_theory"),
-             _theory_minutes, _mem, threaded=True),
-        Rule("omniglot_sample", f"{STAGES}.stages:omniglot_sample", _params("omniglot_sample"),
-             _sample_minutes, _mem, threaded=True, gpu=True),
-        Rule("omniglot_prune", f"{STAGES}.stages:omniglot_prune", _params("omniglot_prune"),
+        Rule("omniglot_data", _params("omniglot_data"), constant(20), constant(4000)),
+        Rule("omniglot_train", _params("omniglot_train"), _train_minutes, _mem, threaded=True,
+             gpu=True),
+        Rule("omniglot_features", _params("omniglot_features"), constant(30), _mem, threaded=True),
+        Rule("omniglot_theory", _params("omniglot_theory"), _theory_minutes, _mem, threaded=True),
+        Rule("omniglot_sample", _params("omniglot_sample"), _sample_minutes, _mem, threaded=True,
+             gpu=True),
+        Rule("omniglot_prune", _params("omniglot_prune"),
              lambda cfg, wc: 10 + cfg["omniglot"]["random_orders"] * 2, _mem, threaded=True),
-        Rule("omniglot_tables", f"{STAGES}.stages_results:omniglot_tables", no_params,
-             constant(10), _mem, local=True),
+        Rule("omniglot_tables", no_params, constant(10), _mem, local=True),
         claims_rule("omniglot_claims", "omniglot"),
         figure_rule("omniglot_figure"),
     ),

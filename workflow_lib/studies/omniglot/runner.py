@@ -1,5 +1,6 @@
-"""The Omniglot study without Snakemake (on a GPU machine, say): its stages in the registry's
-``FLOW`` order, with the job params the rules pass (``python -m workflow_lib omniglot``).
+"""The Omniglot study without Snakemake (on a GPU machine, say): its stages, as its rules file
+names them (``workflow_lib.core.workflow.stage_functions``), in the registry's ``FLOW`` order,
+with the job params the rules pass (``python -m workflow_lib omniglot``).
 
 Writes ``OUTDIR/{data, model, features, theory, samples, pruning}.h5``, ``OUTDIR/tables/*.csv``
 and ``OUTDIR/figures/*``, its training checkpointed under ``OUTDIR/.checkpoints``
@@ -13,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from workflow_lib.core.registry import Job, resolve
+from workflow_lib.core.workflow import stage_functions
 from workflow_lib.runtime.checkpoints import job_spec
 from workflow_lib.studies.omniglot.registry import FLOW, STUDY
 
@@ -26,9 +28,11 @@ def run_study(cfg: dict, outdir: str | Path, data_dir: str | Path, model: str | 
     if model:
         files["model"] = model
 
+    stages = stage_functions()
+
     def run(name: str, inputs: dict, outputs: dict, params: dict) -> None:
-        resolve(STUDY.rule(name).stage)(Job(input=inputs, output=outputs, params=params,
-                                            checkpoint=job_spec(cfg, str(out), outputs)))
+        resolve(stages[name])(Job(input=inputs, output=outputs, params=params,
+                                  checkpoint=job_spec(cfg, str(out), outputs)))
 
     for name, (reads, writes) in FLOW.items():
         if (name == "omniglot_train" and model) or (name == "omniglot_sample"

@@ -6,6 +6,7 @@ left), the tables across realisations, the figures and the claims table."""
 from __future__ import annotations
 
 from workflow_lib.core.registry import (
+    PER_JOB,
     Panel,
     Rule,
     Study,
@@ -16,8 +17,8 @@ from workflow_lib.core.registry import (
 )
 from workflow_lib.mlm.architectures import FIG2B, family_option, parse_arch, restarts
 
-STAGES = "workflow_lib.studies.potts_paper"
-DRAW = f"{STAGES}.figures"
+PACKAGE = "workflow_lib.studies.potts_paper"
+DRAW = f"{PACKAGE}.figures"
 
 
 def _realisation(cfg, wc, **slice_):
@@ -27,6 +28,10 @@ def _realisation(cfg, wc, **slice_):
 def _chunk(cfg, wc, **slice_):
     """The slice of a job over a chunk of realisations (``registry.chunks``)."""
     return {"seed": cfg["seed"], "realisations": [int(r) for r in wc["realisations"]], **slice_}
+
+
+def _replica(cfg, wc):
+    return {"seed": cfg["seed"], "replica": cfg["replica"]}
 
 
 def _sequences(cfg) -> int:
@@ -96,41 +101,36 @@ STUDY = Study(
     paper="Rende, Gerace, Laio & Goldt, Mapping of attention mechanisms to a generalized Potts "
           "model, Phys. Rev. Research 6, 023057 (2024)",
     rules=(
-        Rule("couplings", f"{STAGES}.stages_data:couplings",
-             lambda cfg, wc: _realisation(cfg, wc, potts=cfg["potts"]),
-             constant(10), constant(1000)),
-        Rule("sample", f"{STAGES}.stages_data:sample",
+        Rule("potts_couplings", lambda cfg, wc: _realisation(cfg, wc, potts=cfg["potts"]),
+             constant(10), constant(1000), chunk=PER_JOB),
+        Rule("potts_sample",
              lambda cfg, wc: _realisation(cfg, wc, potts=cfg["potts"], sampling=cfg["sampling"],
                                           beta_tuning=cfg["beta_tuning"]),
-             _sample_minutes, _data_mb, threaded=True, gpu=True),
-        Rule("train", f"{STAGES}.stages_fits:train",
+             _sample_minutes, _data_mb, threaded=True, gpu=True, chunk=PER_JOB),
+        Rule("potts_train",
              lambda cfg, wc: _chunk(cfg, wc, arch=wc["arch"], training=cfg["training"]),
-             _train_minutes, _train_mb, threaded=True, gpu=True),
-        Rule("plm", f"{STAGES}.stages_fits:plm",
-             lambda cfg, wc: _realisation(cfg, wc, kind=wc["kind"], plm=cfg["plm"]),
-             _plm_minutes, _data_mb, threaded=True),
-        Rule("sample_complexity", f"{STAGES}.stages_fits:sample_complexity",
+             _train_minutes, _train_mb, threaded=True, gpu=True, chunk=PER_JOB,
+             side_by_side=True),
+        Rule("potts_plm", lambda cfg, wc: _realisation(cfg, wc, kind=wc["kind"], plm=cfg["plm"]),
+             _plm_minutes, _data_mb, threaded=True, chunk=PER_JOB),
+        Rule("potts_sample_complexity",
              lambda cfg, wc: _realisation(cfg, wc, sample_complexity=cfg["sample_complexity"],
                                           l2_full=cfg["plm"]["l2_full"]),
-             _sweep_minutes, _data_mb, threaded=True),
-        Rule("replica_theory", f"{STAGES}.stages_theory:replica_theory",
-             lambda cfg, wc: {"seed": cfg["seed"], "replica": cfg["replica"]},
-             constant(30), constant(2000)),
-        Rule("replica_sims", f"{STAGES}.stages_theory:replica_sims",
-             lambda cfg, wc: {"seed": cfg["seed"], "replica": cfg["replica"]},
-             _replica_minutes, lambda cfg, wc: 2000 + 3 * 8 * cfg["replica"]["L"] ** 2 / 1e6),
-        Rule("aggregate", f"{STAGES}.stages_results:aggregate", no_params,
-             constant(20), constant(4000), local=True),
-        figure_rule("figure"),
-        claims_rule("claims", "potts_paper"),
+             _sweep_minutes, _data_mb, threaded=True, chunk=PER_JOB),
+        Rule("potts_replica_theory", _replica, constant(30), constant(2000)),
+        Rule("potts_replica_sims", _replica, _replica_minutes,
+             lambda cfg, wc: 2000 + 3 * 8 * cfg["replica"]["L"] ** 2 / 1e6),
+        Rule("potts_tables", no_params, constant(20), constant(4000), local=True),
+        figure_rule("potts_figure"),
+        claims_rule("potts_claims", "potts_paper"),
     ),
     claims="tables/claims.csv",
     claims_of="workflow_lib.studies.potts_paper.claims:potts_claims",
     folders=("potts", "train", "plm", "sample_complexity", "theory", "tables"),
     realisations="realisations",
     shared_tables=("replica",),
-    summaries={"training_summary": f"{STAGES}.tables:training_summary",
-               "sample_complexity_summary": f"{STAGES}.tables:sample_complexity_summary"},
+    summaries={"training_summary": f"{PACKAGE}.tables:training_summary",
+               "sample_complexity_summary": f"{PACKAGE}.tables:sample_complexity_summary"},
     tables=("data", "attention_maps", "training_history", "training_final", "training_restarts",
             "training_summary", "plm", "replica", "sample_complexity", "sample_complexity_summary",
             "sample_complexity_threshold"),

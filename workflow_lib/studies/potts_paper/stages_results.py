@@ -1,4 +1,4 @@
-"""Stage ``aggregate``: the Potts paper's tables; its claims table is made by
+"""Stage of ``potts_tables``: the Potts paper's tables; its claims table is made by
 ``workflow_lib.claims.stage`` and its panels are drawn by ``workflow_lib.pages.figure``."""
 
 from __future__ import annotations

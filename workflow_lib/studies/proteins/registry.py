@@ -9,8 +9,8 @@ from workflow_lib.core.registry import Panel, Rule, Study, claims_rule, constant
 from workflow_lib.proteins import factored_form
 from workflow_lib.studies.proteins import resources
 
-STAGES = "workflow_lib.studies.proteins"
-DRAW = f"{STAGES}.figures"
+PACKAGE = "workflow_lib.studies.proteins"
+DRAW = f"{PACKAGE}.figures"
 DATA_KEYS = ("max_gap_column", "max_gap_sequence", "identity", "held_out", "validation",
              "realisations")
 COUPLING_FIT_KEYS = ("fields", "lambdas", "restarts", "max_iter", "grad_tol")
@@ -71,18 +71,16 @@ STUDY = Study(
     rules=(
         # runtime and memory from the family's L and M and the model, fitted to the protein
         # benchmark (resources.py)
-        Rule("protein_data", f"{STAGES}.stages:protein_data", _data_params,
-             resources.data_minutes, resources.data_mb),
-        Rule("protein_fit", f"{STAGES}.stages:protein_fit", _fit_params, resources.fit_minutes,
-             resources.fit_memory, threaded=True, gpu=True),
+        Rule("protein_data", _data_params, resources.data_minutes, resources.data_mb),
+        Rule("protein_fit", _fit_params, resources.fit_minutes, resources.fit_memory,
+             threaded=True, gpu=True),
         # proteins.final_fit: per family and model, the configuration the splits chose fitted
         # on every sequence, and the family's contact lists and contact map from those fits
-        Rule("protein_final_fit", f"{STAGES}.stages_final:protein_final_fit", _model_params,
-             resources.fit_minutes, resources.fit_memory, threaded=True, gpu=True),
-        Rule("protein_contact_lists", f"{STAGES}.stages_contacts:protein_contact_lists",
-             _contact_list_params, constant(10), constant(2000), local=True),
-        Rule("protein_tables", f"{STAGES}.stages_results:protein_tables", _evaluation_params,
-             constant(10), constant(2000), local=True),
+        Rule("protein_final_fit", _model_params, resources.fit_minutes, resources.fit_memory,
+             threaded=True, gpu=True),
+        Rule("protein_contact_lists", _contact_list_params, constant(10), constant(2000),
+             local=True),
+        Rule("protein_tables", _evaluation_params, constant(10), constant(2000), local=True),
         claims_rule("protein_claims", "proteins"),
         figure_rule("protein_figure"),
     ),
@@ -93,7 +91,7 @@ STUDY = Study(
     page_tables=("family_models",),
     realisations="proteins.realisations",
     shared_tables=("families",),
-    summaries={"family_models": f"{STAGES}.tables:family_models_table"},
+    summaries={"family_models": f"{PACKAGE}.tables:family_models_table"},
     panels=(
         Panel("protein_precision", ("curves",), f"{DRAW}:precision_vs_rank",
               "Protein families: precision of the top-ranked residue pairs (|i - j| >= "

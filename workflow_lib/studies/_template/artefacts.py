@@ -1,0 +1,3 @@
+"""The schema tag of the template study's artefact."""
+
+TEMPLATE_SQUARES = "template-squares/1"
