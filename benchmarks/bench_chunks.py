@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+from dataclasses import replace
 from pathlib import Path
 
 import jax
@@ -34,17 +35,13 @@ from record import Recorder, default_csv
 
 import workflow_lib  # noqa: F401  (float64 on)
 from workflow_lib.core.config import read_config_files
-from workflow_lib.mlm.architectures import (
-    interpolation_runs,
-    parse_arch,
-    restarts,
-    training_config,
-)
+from workflow_lib.mlm.architectures import interpolation_runs, parse_arch, restarts
 from workflow_lib.mlm.compiled import CompiledRuns
-from workflow_lib.mlm.models import arch_spec
+from workflow_lib.mlm.options import TrainingOptions
 from workflow_lib.mlm.plan import make_plan
 from workflow_lib.mlm.train import Problem, train_many
 from workflow_lib.potts.model import random_colour_couplings, random_couplings
+from workflow_lib.studies.potts_paper.stages_fits import training_options
 
 REPO = Path(__file__).resolve().parents[1]
 COLUMNS = ("table", "arch", "restarts", "chunk", "compile_s", "steps_per_s",
@@ -62,11 +59,11 @@ def problems(k: int, L: int, C: int, n_train: int, n_test: int) -> list[Problem]
                     jax.random.key(i)) for i in range(k)]  # fmt: skip
 
 
-def timed_config(training: dict, arch: str, epochs: int) -> dict:
-    """The stage's options of ``arch`` (``training_config``) for ``epochs`` epochs, evaluated
+def timed_options(training: dict, arch: str, epochs: int) -> TrainingOptions:
+    """The stage's options of ``arch`` (``training_options``) for ``epochs`` epochs, evaluated
     at the last, without the polish."""
-    return training_config(training, arch) | {"epochs": epochs, "eval_every": epochs,
-                                              "polish_max_iter": 0}
+    return replace(training_options(training, arch), epochs=epochs, eval_every=epochs,
+                   polish_max_iter=0)
 
 
 def main() -> None:
@@ -98,10 +95,10 @@ def main() -> None:
     best: dict[str, float] = {}
     for arch in archs:
         family, _ = parse_arch(arch)
-        steps = make_plan(arch_spec(family, {**t, "a": 0.5}, p["L"], p["C"]),
-                          {**t, "restarts": 1}, s["n_train"]).steps
+        options = timed_options(t, arch, epochs)
+        steps = make_plan(options.arch_spec(family, p["L"], p["C"]), options, s["n_train"]).steps
         for k in args.chunks:
-            m = train_many(family, timed_config(t, arch, epochs), data[:k],
+            m = train_many(family, options, data[:k],
                            CompiledRuns())[0].metrics
             minutes = (m["compile_seconds"] + t["epochs"] * steps / m["steps_per_second"]) / k / 60
             best[arch] = min(best.get(arch, np.inf), minutes)

@@ -29,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import jax
@@ -39,21 +40,22 @@ from jax import lax
 from record import Recorder, default_csv
 
 import workflow_lib  # noqa: F401  (float64 on)
-from workflow_lib.core.config import schema_default
+from workflow_lib.core.config import schema_default, schema_defaults
 from workflow_lib.mlm.compiled import CompiledRuns
-from workflow_lib.mlm.models import ARCHS, arch_spec, init
+from workflow_lib.mlm.models import ARCHS, init
 from workflow_lib.mlm.objective import mlm_loss
+from workflow_lib.mlm.options import TrainingOptions
 from workflow_lib.mlm.plm import fit_plm
 from workflow_lib.mlm.train import train_mlm
 from workflow_lib.potts.gibbs import independent_chains
 from workflow_lib.potts.model import random_colour_couplings, random_couplings
+from workflow_lib.studies.potts_paper.stages_fits import plm_options
 
 L = C = 20
 BETA = 0.7
 M_TRAIN, M_TEST = 3000, 1000
-ADAM = {k: schema_default(f"training.{k}")  # the schema's defaults
-        for k in ("optimizer", "learning_rate", "batch_size", "restarts")}
-ADAM["init_scale"] = 1.0  # the benchmark's reference start: unit-scale weights
+# the schema's defaults but the benchmark's reference start: unit-scale weights
+ADAM = TrainingOptions(init_scale=1.0)
 COLUMNS = ("table", "name", "epochs", "steps_per_s", "eval_s", "wall_s", "compile_s",
            "test_over_opt", "mflop", "gflop_per_s", "abs_r_A_J")  # fmt: skip
 
@@ -70,15 +72,15 @@ def make_data(seed: int = 0) -> dict[str, np.ndarray]:
 PROGRAMS = CompiledRuns()  # "warm": fits with equal shapes in this process compile once
 
 
-def fit(arch: str, cfg: dict, data: dict[str, np.ndarray]):
-    return train_mlm(arch, cfg, data["train"], data["test"], data["J"], data["U"], BETA,
+def fit(arch: str, options: TrainingOptions, data: dict[str, np.ndarray]):
+    return train_mlm(arch, options, data["train"], data["test"], data["J"], data["U"], BETA,
                      jax.random.key(1), PROGRAMS)  # fmt: skip
 
 
-def step_flops(arch: str, cfg: dict, batch: int) -> float:
+def step_flops(arch: str, options: TrainingOptions, batch: int) -> float:
     """XLA's floating-point operation count of one training step of one restart: the gradient
     of the mini-batch loss and the Adam update."""
-    spec = arch_spec(arch, cfg, L, C)
+    spec = options.arch_spec(arch, L, C)
     params = init(spec, jax.random.key(0))
     opt = optax.adam(1e-3)
     seqs = jnp.zeros((batch, L), jnp.int32)
@@ -116,7 +118,7 @@ def cold_run(path: str, epochs: int) -> None:
     """Child process: one factored fit, print its metrics and test/optimal ratio as JSON."""
     jax.config.update("jax_enable_compilation_cache", False)  # cold: compile, never load
     data = dict(np.load(path))
-    res = fit("factored", {**ADAM, "epochs": epochs}, data)
+    res = fit("factored", replace(ADAM, epochs=epochs), data)
     print(json.dumps({**res.metrics, "ratio": res.metrics["test_loss"] / res.optimal_loss}))
 
 
@@ -151,7 +153,7 @@ def main() -> None:
     print("   eval s: one evaluation (all sites of the 1000 test sequences, both restarts)")
     print("   MFLOP: one step of one restart (XLA's count); GFLOP/s: steps/s x restarts x MFLOP")
     dim = schema_default("training.model_dim")
-    rows, cols = ADAM["batch_size"] * L, 3 * dim  # the transformers' query-key-value product
+    rows, cols = ADAM.batch_size * L, 3 * dim  # the transformers' query-key-value product
     ceiling = matmul_rate(rows, dim, cols)
     print(f"   ceiling: ({rows} x {dim}) @ ({dim} x {cols}) products alone: "
           f"{ceiling / 1e9:.1f} GFLOP/s")
@@ -162,16 +164,16 @@ def main() -> None:
     for arch in args.archs:
         transformer = arch.startswith("vanilla")
         E = (2 if transformer else 5) if args.quick else (5 if transformer else 20)
-        cfg = {**ADAM, "a": 0.5, "learning_rate": 0.003 if transformer else 0.03}
-        runs = [fit(arch, {**cfg, "epochs": e, "eval_every": k}, data) for e, k in
+        options = replace(ADAM, a=0.5, learning_rate=0.003 if transformer else 0.03)
+        runs = [fit(arch, replace(options, epochs=e, eval_every=k), data) for e, k in
                 [(E, E), (2 * E, 2 * E), (E, 1)]]  # fmt: skip
         busy = [r.metrics["steps"] / r.metrics["steps_per_second"] for r in runs]
         rate = (runs[1].metrics["steps"] - runs[0].metrics["steps"]) / (busy[1] - busy[0])
         eval_s = (busy[2] - busy[0]) / (E - 1)
         m = runs[1].metrics
         ratio = m["test_loss"] / runs[1].optimal_loss
-        flops = step_flops(arch, cfg, ADAM["batch_size"])
-        gflops = rate * ADAM["restarts"] * flops / 1e9
+        flops = step_flops(arch, options, ADAM.batch_size)
+        gflops = rate * ADAM.restarts * flops / 1e9
         print(f"{arch:<18}{E:>4}{rate:>10.0f}{eval_s:>9.3f}{m['compile_seconds']:>11.2f}"
               f"{ratio:>10.4f}{flops / 1e6:>8.1f}{gflops:>9.1f}")  # fmt: skip
         rec.add(table="training speed", name=arch, epochs=E, steps_per_s=round(rate),
@@ -186,16 +188,16 @@ def main() -> None:
           f"{'|r(A,J)|':>10}")  # fmt: skip
     ladders = {
         "adam lr 0.03 batch 100": (ADAM, (5, 10, 15, 20, 30, 50)),
-        "sgd lr 1 batch 100": ({**ADAM, "optimizer": "sgd", "learning_rate": 1.0}, (20, 50, 100)),
+        "sgd lr 1 batch 100": (replace(ADAM, optimizer="sgd", learning_rate=1.0), (20, 50, 100)),
         "sgd lr 0.1 batch 100 (paper range)": (
-            {**ADAM, "optimizer": "sgd", "learning_rate": 0.1},
+            replace(ADAM, optimizer="sgd", learning_rate=0.1),
             (100,),
         ),
     }
     adam_epochs = None
-    for name, (cfg, ladder) in ladders.items():
+    for name, (options, ladder) in ladders.items():
         for epochs in ladder:
-            res = fit("factored", {**cfg, "epochs": epochs}, data)
+            res = fit("factored", replace(options, epochs=epochs), data)
             ratio = res.metrics["test_loss"] / res.optimal_loss
             if ratio <= 1.01 or epochs == ladder[-1]:
                 break
@@ -208,8 +210,9 @@ def main() -> None:
         out = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
     row(rec, "adam lr 0.03 batch 100 (cold)", adam_epochs, out, out["ratio"])
     for kind in ("factored", "full"):
-        res = fit_plm(kind, {"restarts": 2}, data["train"], data["test"], data["J"], data["U"],
-                      BETA, jax.random.key(1))  # fmt: skip
+        options = replace(plm_options(kind, schema_defaults("plm")), restarts=2)
+        res = fit_plm(kind, options, data["train"], data["test"], data["J"], data["U"], BETA,
+                      jax.random.key(1))
         m = res.metrics
         name = f"PLM {kind} (L-BFGS, {m['iterations']} it)"
         row(rec, name, "", m, m["test_loss"] / res.optimal_loss)

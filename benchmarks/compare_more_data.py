@@ -25,6 +25,7 @@ import argparse
 import json
 import logging
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import h5py
@@ -33,11 +34,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from workflow_lib.core.artefacts import atomic_path, read_artefact
-from workflow_lib.core.config import load_config, read_config_file
-from workflow_lib.mlm.plm import fit_plm, plm_config
+from workflow_lib.core.config import load_config, read_config_file, schema_defaults
+from workflow_lib.mlm.plm import fit_plm
 from workflow_lib.mlm.train import train_mlm
 from workflow_lib.potts import gibbs
 from workflow_lib.potts.artefact import load_samples
+from workflow_lib.studies.potts_paper.stages_fits import plm_options, training_options
 
 
 def more_sequences(samples: str, factor: int, seed: int, blocks: int) -> np.ndarray:
@@ -85,8 +87,9 @@ def main() -> None:
     a = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     train, test, J, U, beta = load_samples(a.samples)
-    mlm = {**load_config(read_config_file(a.config))["training"], "restarts": a.mlm_restarts,
-           "epochs": a.mlm_epochs}
+    config = load_config(read_config_file(a.config))
+    mlm = replace(training_options(config["training"], "factored"), restarts=a.mlm_restarts,
+                  epochs=a.mlm_epochs)
     t0 = time.perf_counter()
     more = cached_sequences(a)
     print(f"{len(more)} new sequences in {time.perf_counter() - t0:.0f} s")
@@ -95,8 +98,9 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|---|---|")
     for name, seqs in (("original", train), (f"{a.factor}x, new chains", more)):
         distinct = len(np.unique(seqs, axis=0))
-        fits = [(f"PLM {kind}", fit_plm(kind, plm_config(kind, {"max_iter": a.max_iter}), seqs,
-                                        test, J, U, beta, jax.random.key(a.seed)))
+        fits = [(f"PLM {kind}", fit_plm(kind, replace(plm_options(kind, schema_defaults("plm")),
+                                                      max_iter=a.max_iter),
+                                        seqs, test, J, U, beta, jax.random.key(a.seed)))
                 for kind in ("factored_from_truth", "factored")]
         if a.mlm_restarts:
             fits.append((f"MLM factored, {a.mlm_restarts} restarts, {a.mlm_epochs} epochs",

@@ -28,15 +28,18 @@ import ctypes
 import importlib.util
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from workflow_lib.core.config import schema_defaults
 from workflow_lib.mlm.plm import coupling_logits, fit_plm
 from workflow_lib.potts.artefact import load_samples
 from workflow_lib.potts.sequences import in_training_set
+from workflow_lib.studies.potts_paper.stages_fits import plm_options
 
 # pydca's residue letters for the states 0..20 of its protein alphabet (the gap last, as in
 # ``workflow_lib.proteins.alignment.ALPHABET``).
@@ -146,8 +149,9 @@ def main() -> None:
     )
 
     t = time.perf_counter()
-    ours = fit_plm("full", {"l2": args.l2, "max_iter": args.max_iter}, distinct, test, J0, U0,
-                   beta, jax.random.key(0))  # fmt: skip
+    options = replace(plm_options("full", schema_defaults("plm")), l2=args.l2,
+                      max_iter=args.max_iter)
+    ours = fit_plm("full", options, distinct, test, J0, U0, beta, jax.random.key(0))
     t_ours = time.perf_counter() - t
     J_ours = np.asarray(ours.params["J"])
     t = time.perf_counter()

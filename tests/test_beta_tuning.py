@@ -6,6 +6,7 @@ import pytest
 
 from workflow_lib.potts import beta_tuning, datasets, model, verified_sampling
 from workflow_lib.potts.verified_sampling import Attempt
+from workflow_lib.studies.potts_paper.stages_data import sampling_options, tuning_options
 
 TUNING = dict(target_hamming=0.5, tolerance=0.02, beta_min=0.1, beta_max=5.0, grid_points=6,
               rounds=3, pilot_chains=4, pilot_samples=30, resamples=2, candidates=1,
@@ -21,9 +22,10 @@ SAMPLING = dict(n_train=300, n_test=100, burn_in=100, sweeps_between=10, blocks=
 @pytest.mark.slow
 def test_tuned_data_hit_the_target_within_tolerance(protocol, candidates):
     J, U = model.draw_couplings(jax.random.key(1), 8, 4, "gaussian")
-    cfg = SAMPLING | {"protocol": protocol}
+    sampling = sampling_options(SAMPLING | {"protocol": protocol})
     data, tuning, attempts = verified_sampling.sample_to_target(
-        jax.random.key(9), J, U, None, cfg, TUNING | {"candidates": candidates})
+        jax.random.key(9), J, U, None, sampling,
+        tuning_options(TUNING | {"candidates": candidates}))
     assert abs(data.mean_hamming - 0.5) <= 0.02
     # the verification measures the data set itself
     saved = np.concatenate([data.train, data.test])
@@ -42,11 +44,12 @@ def test_a_given_beta_is_the_first_production_round_of_the_tuned_route():
     """Given and tuned beta take one route: the data set at a given beta is, to the last bit,
     the tuned route's first production attempt at that beta with the same key."""
     J, U = model.draw_couplings(jax.random.key(1), 6, 3, "gaussian")
-    cfg = SAMPLING | {"protocol": "single_chain"}
+    sampling = sampling_options(SAMPLING | {"protocol": "single_chain"})
     tuned, _, attempts = verified_sampling.sample_to_target(
-        jax.random.key(9), J, U, None, cfg, TUNING | {"tolerance": 1.0, "rounds": 1})
+        jax.random.key(9), J, U, None, sampling,
+        tuning_options(TUNING | {"tolerance": 1.0, "rounds": 1}))
     given, tuning, (attempt,) = verified_sampling.sample_to_target(
-        jax.random.key(9), J, U, tuned.beta, cfg, TUNING)
+        jax.random.key(9), J, U, tuned.beta, sampling, tuning_options(TUNING))
     assert tuning is None and (attempt.beta, attempt.round) == (tuned.beta, 0)
     np.testing.assert_array_equal(given.train, tuned.train)
     np.testing.assert_array_equal(given.test, tuned.test)
@@ -56,12 +59,12 @@ def test_a_given_beta_is_the_first_production_round_of_the_tuned_route():
 @pytest.mark.slow
 def test_a_miss_after_the_last_round_raises_one_line():
     J, U = model.draw_couplings(jax.random.key(1), 8, 4, "gaussian")
-    cfg = SAMPLING | {"protocol": "single_chain"}
+    sampling = sampling_options(SAMPLING | {"protocol": "single_chain"})
     with pytest.raises(beta_tuning.TuningError,
                        match=r"no data set within 1e-09 of .* after 2 attempt\(s\) in 1 round"):
         verified_sampling.sample_to_target(
-            jax.random.key(9), J, U, None, cfg,
-            TUNING | {"tolerance": 1e-9, "resamples": 0, "candidates": 2})
+            jax.random.key(9), J, U, None, sampling,
+            tuning_options(TUNING | {"tolerance": 1e-9, "resamples": 0, "candidates": 2}))
 
 
 @pytest.mark.slow
@@ -70,18 +73,20 @@ def test_fallback_rounds_run_only_after_a_miss_with_fresh_draws():
     with fallback rounds configured; after a miss, the fallback rounds run with their own
     candidates and random numbers, and a miss after them names every attempt."""
     J, U = model.draw_couplings(jax.random.key(1), 8, 4, "gaussian")
-    cfg = SAMPLING | {"protocol": "single_chain"}
+    sampling = sampling_options(SAMPLING | {"protocol": "single_chain"})
     easy = TUNING | {"tolerance": 1.0, "candidates": 2}
-    plain, _, _ = verified_sampling.sample_to_target(jax.random.key(9), J, U, None, cfg, easy)
+    plain, _, _ = verified_sampling.sample_to_target(jax.random.key(9), J, U, None, sampling,
+                                                     tuning_options(easy))
     backed, _, _ = verified_sampling.sample_to_target(
-        jax.random.key(9), J, U, None, cfg, easy | {"fallback_rounds": 2})
+        jax.random.key(9), J, U, None, sampling, tuning_options(easy | {"fallback_rounds": 2}))
     np.testing.assert_array_equal(plain.train, backed.train)
     assert plain.beta == backed.beta
     tight = TUNING | {"tolerance": 1e-9, "resamples": 0, "candidates": 2, "fallback_rounds": 1,
                       "fallback_candidates": 3}
     with pytest.raises(beta_tuning.TuningError,
                        match=r"after 5 attempt\(s\) in 2 round\(s\).*fallback_rounds"):
-        verified_sampling.sample_to_target(jax.random.key(9), J, U, None, cfg, tight)
+        verified_sampling.sample_to_target(jax.random.key(9), J, U, None, sampling,
+                                           tuning_options(tight))
 
 
 def test_candidate_betas_are_one_tolerance_apart_within_the_largest_step():
@@ -96,10 +101,10 @@ def test_candidate_betas_are_one_tolerance_apart_within_the_largest_step():
 @pytest.mark.slow
 def test_unbracketed_target_is_reported():
     J, U = model.draw_couplings(jax.random.key(7), 6, 3, "gaussian")
-    cfg = SAMPLING | {"protocol": "independent_chains", "burn_in": 10}
+    sampling = sampling_options(SAMPLING | {"protocol": "independent_chains", "burn_in": 10})
     with pytest.raises(beta_tuning.TuningError, match="not bracketed"):
-        beta_tuning.tune_beta(jax.random.key(8), J, U, cfg,
-                              TUNING | {"beta_min": 0.01, "beta_max": 0.02, "rounds": 1})
+        beta_tuning.tune_beta(jax.random.key(8), J, U, sampling.protocol, tuning_options(
+            TUNING | {"beta_min": 0.01, "beta_max": 0.02, "rounds": 1}))
 
 
 def test_crossing_interpolates_inside_the_bracket():

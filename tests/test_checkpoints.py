@@ -288,14 +288,14 @@ def test_mlm_training_stopped_at_every_chunk_gives_the_same_run(tmp_path, sigter
     epochs in turn and resumed: the same parameters, history, map and stop as a run never
     stopped, to the bit; a transformer with a stop window, which keeps its stop state and its
     lowest held-out loss's parameters across the cuts."""
-    from tests.test_mlm import BETA, FAST
+    from tests.test_mlm import BETA, fast
     from tests.test_mlm import potts as potts_fixture
     from workflow_lib.mlm import train
 
     train_seqs, test_seqs, J, U = potts_fixture.__wrapped__()
     train_seqs, test_seqs = train_seqs[:300], test_seqs[:200]
-    cfg = {**FAST, "epochs": 24, "eval_every": 2, "restarts": 2, "model_dim": 8,
-           **({"stop_window": 8, "stop_tol": 0.05} if arch == "vanilla1" else {})}
+    cfg = fast(epochs=24, eval_every=2, restarts=2, model_dim=8,
+               **({"stop_window": 8, "stop_tol": 0.05} if arch == "vanilla1" else {}))
 
     def fit():
         return train.train_mlm(arch, cfg, train_seqs, test_seqs, J, U, BETA, jax.random.key(4))

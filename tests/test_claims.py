@@ -11,8 +11,8 @@ from scipy import stats
 from tests.conftest import ROOT
 from workflow_lib.claims import statistics as c
 from workflow_lib.core.config import read_config_files
-from workflow_lib.mlm.architectures import training_config
 from workflow_lib.studies.potts_paper.claims import map_correlations, potts_claims
+from workflow_lib.studies.potts_paper.stages_fits import training_options
 from workflow_lib.studies.potts_paper.tables import capacity_edge
 
 
@@ -395,8 +395,8 @@ def test_no_claim_or_check_reads_the_polish_of_the_interpolated_layer():
     pd.testing.assert_frame_equal(potts_claims(tables), plain)
     for preset in ("paper.yaml", "paper_identity.yaml"):
         training = read_config_files([ROOT / "config.yaml", ROOT / "config" / preset])["training"]
-        assert training_config(training, "factored")["polish_max_iter"] > 0
-        assert training_config(training, "interp-a0.2")["polish_max_iter"] == 0
+        assert training_options(training, "factored").polish_max_iter > 0
+        assert training_options(training, "interp-a0.2").polish_max_iter == 0
 
 
 def test_a_verdict_that_a_worst_case_of_the_failed_realisations_would_turn_is_not_resolved():

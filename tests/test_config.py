@@ -192,15 +192,14 @@ def test_schema_defaults_are_the_code_defaults():
     from workflow_lib.core.config import schema_default
     from workflow_lib.mlm.architectures import PLM_KINDS
     from workflow_lib.mlm.models import ArchSpec
-    from workflow_lib.mlm.plm import family, plm_config
-    from workflow_lib.mlm.train import TRAIN_DEFAULTS
+    from workflow_lib.mlm.plm import family
+    from workflow_lib.studies.potts_paper.stages_fits import plm_options
 
     filled = load_config({})
-    assert TRAIN_DEFAULTS == {k: filled["training"][k] for k in TRAIN_DEFAULTS}
     assert ArchSpec("factored", 3, 3).init_scale == filled["training"]["init_scale"]
     for kind in PLM_KINDS:
-        d = plm_config(kind, {})
-        assert (d["max_iter"], d["restarts"], d["l2"]) == (filled["plm"]["max_iter"],
+        d = plm_options(kind, filled["plm"])
+        assert (d.max_iter, d.restarts, d.l2) == (filled["plm"]["max_iter"],
             filled["plm"]["restarts"], filled["plm"][f"l2_{family(kind)}"])  # fmt: skip
     assert MarkovTask().tokens == filled["paths"]["tokens"] == schema_default("paths.tokens")
     # the sample-complexity sweep takes the factored fit's starts: the same names in both places
@@ -209,3 +208,28 @@ def test_schema_defaults_are_the_code_defaults():
             == props["plm"]["properties"]["factored_start"]["enum"])  # fmt: skip
     with pytest.raises(KeyError, match="no default"):
         schema_default("training.no_such_key")
+
+
+def test_hyperparameter_defaults_are_the_schemas():
+    """Each default of a science function's hyperparameter (a field of its options dataclass, a
+    keyword of its signature) is the schema's default of the config key of the same name, so
+    that the two cannot drift; ``a``, the interpolated layer's mixing, is the run's (its name),
+    not the config's, and has none (``None``: not interpolated)."""
+    import dataclasses
+    import inspect
+
+    from workflow_lib.core.config import schema_default
+    from workflow_lib.mlm.models import ArchSpec, arch_spec
+    from workflow_lib.mlm.options import TrainingOptions
+
+    options = {f.name: f.default for f in dataclasses.fields(TrainingOptions)}
+    assert options.pop("a") is None
+    spec = {f.name: f.default for f in dataclasses.fields(ArchSpec)
+            if f.name in ("model_dim", "mask_token", "init_scale")}  # fmt: skip
+    signature = {name: p.default for name, p in inspect.signature(arch_spec).parameters.items()
+                 if p.default is not inspect.Parameter.empty}  # fmt: skip
+    assert signature.pop("a") is None
+    assert len(options) == 19 and len(spec) == len(signature) == 3
+    for defaults in (options, spec, signature):
+        for name, default in defaults.items():
+            assert default == schema_default(f"training.{name}"), name

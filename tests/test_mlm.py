@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from functools import partial
 
 import jax
@@ -17,6 +18,7 @@ from workflow_lib.core.config import schema_defaults
 from workflow_lib.core.registry import Job
 from workflow_lib.mlm import batching, lbfgs, loop, metrics, models, objective, plm, train
 from workflow_lib.mlm.compiled import CompiledRuns
+from workflow_lib.mlm.options import TrainingOptions
 from workflow_lib.mlm.plan import Plan
 from workflow_lib.mlm.progress import Progress
 from workflow_lib.potts import sequences
@@ -35,6 +37,17 @@ jax.config.update("jax_enable_x64", True)  # explicit, in case this module runs 
 L, C, BETA = 6, 4, 1.2
 FAST = {"optimizer": "adam", "learning_rate": 0.05, "epochs": 40, "batch_size": 100, "restarts": 4}
 # restarts: about one random start in three ends in a local minimum ~2 % above on this instance
+
+
+def fast(**overrides) -> TrainingOptions:
+    """The options of ``FAST`` with ``overrides`` (the rest: the schema's defaults)."""
+    return TrainingOptions(**(FAST | overrides))
+
+
+def plm_options(kind: str, **overrides) -> plm.PLMOptions:
+    """The ``plm`` stage's options of fit ``kind`` at the schema's defaults, with
+    ``overrides``."""
+    return replace(stages_fits.plm_options(kind, schema_defaults("plm")), **overrides)
 
 
 @pytest.fixture(scope="module")
@@ -104,8 +117,8 @@ def test_factored_loss_is_pseudo_likelihood():
 
 @pytest.mark.slow
 def test_interpolated_at_zero_is_factored_exactly():
-    spec_i = models.arch_spec("interpolated", {"a": 0.0}, L, C)
-    spec_f = models.arch_spec("factored", {}, L, C)
+    spec_i = models.arch_spec("interpolated", L, C, a=0.0)
+    spec_f = models.arch_spec("factored", L, C)
     params = models.init(spec_i, jax.random.key(5), jnp.float64)
     params = {**params, "A": params["A"] + 0.3}  # non-zero diagonal: A_ii must drop out at a = 0
     factored = {"A": params["A"], "V": params["V"]}
@@ -124,7 +137,7 @@ def test_interpolated_at_zero_is_factored_exactly():
 def test_interpolated_matches_explicit_token_model():
     """a > 0 against the (L + C)-dim token model of spec §2.1 written out with explicit vectors."""
     a = 0.37
-    spec = models.arch_spec("interpolated", {"a": a}, L, C)
+    spec = models.arch_spec("interpolated", L, C, a=a)
     p = models.init(spec, jax.random.key(7), jnp.float64)
     p = {**p, "A": p["A"] + 0.2 * jnp.eye(L)}  # A_ii matters for a > 0
     rng = np.random.default_rng(8)
@@ -150,7 +163,7 @@ def test_interpolated_matches_explicit_token_model():
 @pytest.mark.parametrize("arch", ["vanilla1", "vanilla3"])
 @pytest.mark.parametrize("mask_token", ["channel", "zero"])
 def test_transformer_shapes_attention_and_masking(arch, mask_token):
-    spec = models.arch_spec(arch, {"model_dim": 8, "mask_token": mask_token}, L, C)
+    spec = models.arch_spec(arch, L, C, model_dim=8, mask_token=mask_token)
     params = models.init(spec, jax.random.key(10))
     seqs = _random_seqs(11, 9, L, C)
     sites = jnp.arange(9) % L
@@ -173,7 +186,7 @@ def test_transformer_shapes_attention_and_masking(arch, mask_token):
 
 @pytest.mark.parametrize("arch", ["factored", "factored_softmax", "interpolated"])
 def test_factored_family_masking(arch):
-    spec = models.arch_spec(arch, {"a": 0.5}, L, C)
+    spec = models.arch_spec(arch, L, C, a=0.5)
     params = models.init(spec, jax.random.key(12))
     seqs = _random_seqs(13, 9, L, C)
     sites = jnp.arange(9) % L
@@ -191,7 +204,7 @@ def test_reconstruction_metric():
 
 
 def test_all_sites_epoch_visits_every_pair_once():
-    spec = models.arch_spec("vanilla1", {}, L, C)
+    spec = models.arch_spec("vanilla1", L, C)
     plan = Plan(epochs=1, steps=12 * L // 8, all_sites=True, batch=8, restarts=1, l2=0.0,
                 eval_every=1, log_every=1)  # fmt: skip
     key = jax.random.key(3, impl=loop.PRNG_IMPL)
@@ -211,7 +224,7 @@ def test_shuffle_is_a_permutation():
 @pytest.mark.parametrize("arch", ["factored", "vanilla1"])
 def test_training_loop_is_float32(arch):
     """float64 (optimal loss, final c* fit) stays outside the training epochs."""
-    spec = models.arch_spec(arch, {"model_dim": 8}, L, C)
+    spec = models.arch_spec(arch, L, C, model_dim=8)
     plan = Plan(epochs=2, steps=2, all_sites=False, batch=10, restarts=2, l2=0.0,
                 eval_every=1, log_every=1)  # fmt: skip
     seqs = np.zeros((1, 20, L), np.int32)  # one problem
@@ -245,7 +258,7 @@ def test_compiled_programs_hold_no_host_callback():
     callback's address is part of the program): the training epochs and the L-BFGS iterations
     call none, so a job finds them compiled by an earlier one (progress lines come from the
     host between calls)."""
-    spec = models.arch_spec("vanilla1", {"model_dim": 8}, L, C)
+    spec = models.arch_spec("vanilla1", L, C, model_dim=8)
     plan = Plan(epochs=4, steps=2, all_sites=False, batch=10, restarts=2, l2=0.0,
                 eval_every=1, log_every=2)  # fmt: skip
     seqs, J = np.zeros((1, 20, L), np.int32), np.zeros((1, L, L))
@@ -266,15 +279,18 @@ def test_compiled_programs_hold_no_host_callback():
 def test_factored_training_reaches_optimum_and_agrees_with_plm(potts):
     train_seqs, test_seqs, J, U = potts
     key = jax.random.key(15)
-    adam = train.train_mlm("factored", FAST, train_seqs, test_seqs, J, U, BETA, key)
-    sgd_cfg = {**FAST, "optimizer": "sgd", "learning_rate": 2.0}
-    sgd = train.train_mlm("factored", sgd_cfg, train_seqs, test_seqs, J, U, BETA, key)
+    adam = train.train_mlm("factored", fast(), train_seqs, test_seqs, J, U, BETA, key)
+    sgd_options = fast(optimizer="sgd", learning_rate=2.0)
+    sgd = train.train_mlm("factored", sgd_options, train_seqs, test_seqs, J, U, BETA, key)
     # 4 restarts: with the schema's 2, both starts end in a local minimum here (r = 0.92)
-    lucky = plm.fit_plm("factored", {"restarts": 4, "start": "random"}, train_seqs, test_seqs,
-                        J, U, BETA, key)  # fmt: skip
-    fit = plm.fit_plm("factored", {}, train_seqs, test_seqs, J, U, BETA, key)  # spectral start
-    full = plm.fit_plm("full", {"l2": 1e-3}, train_seqs, test_seqs, J, U, BETA, key)
-    floor = plm.fit_plm("factored_from_truth", {}, train_seqs, test_seqs, J, U, BETA, key)
+    lucky = plm.fit_plm("factored", plm_options("factored", restarts=4, start="random"),
+                        train_seqs, test_seqs, J, U, BETA, key)  # fmt: skip
+    fit = plm.fit_plm("factored", plm_options("factored"), train_seqs, test_seqs, J, U, BETA,
+                      key)  # spectral start
+    full = plm.fit_plm("full", plm_options("full", l2=1e-3), train_seqs, test_seqs, J, U, BETA,
+                       key)
+    floor = plm.fit_plm("factored_from_truth", plm_options("factored_from_truth"), train_seqs,
+                        test_seqs, J, U, BETA, key)
     # the floor fit descends from the truth; on these well-sampled data the random starts reach
     # the same minimum
     assert floor.metrics["train_loss"] <= float(optimal_loss(train_seqs, J, U, BETA))
@@ -301,8 +317,8 @@ def test_factored_training_reaches_optimum_and_agrees_with_plm(potts):
 def test_spectral_and_random_starts_keep_the_lowest_objective(potts):
     train_seqs, test_seqs, J, U = potts
     key = jax.random.key(15)
-    fits = {start: plm.fit_plm("factored", {"restarts": 2, "start": start}, train_seqs,
-                               test_seqs, J, U, BETA, key)
+    fits = {start: plm.fit_plm("factored", plm_options("factored", restarts=2, start=start),
+                               train_seqs, test_seqs, J, U, BETA, key)
             for start in ("spectral", "random", "spectral_and_random")}  # fmt: skip
     objective = {start: f.metrics["objective"] for start, f in fits.items()}
     both = fits["spectral_and_random"].metrics
@@ -322,7 +338,7 @@ def test_spectral_and_random_starts_keep_the_lowest_objective(potts):
 def test_training_is_deterministic_and_transformer_learns(potts):
     train_seqs, test_seqs, J, U = potts
     train_seqs, test_seqs = train_seqs[:1000], test_seqs[:500]
-    cfg = {**FAST, "epochs": 6, "model_dim": 8, "restarts": 2, "eval_every": 2}
+    cfg = fast(epochs=6, model_dim=8, restarts=2, eval_every=2)
     programs = CompiledRuns()  # one program for the three runs
     runs = [
         train.train_mlm("vanilla1", cfg, train_seqs, test_seqs, J, U, BETA, jax.random.key(k),
@@ -345,7 +361,7 @@ def test_compiled_runs_compile_once_per_shape_and_report_progress(potts, caplog)
     oldest program is dropped past ``size``."""
     train_seqs, test_seqs, J, U = potts
     programs = CompiledRuns(Progress(logging.getLogger("test.progress")), size=1)
-    cfg = {**FAST, "epochs": 2, "restarts": 1}
+    cfg = fast(epochs=2, restarts=1)
     data = (train_seqs[:100], test_seqs[:50], J, U, BETA)
     with caplog.at_level(logging.INFO, logger="test.progress"):
         first = train.train_mlm("factored", cfg, *data, jax.random.key(1), programs)
@@ -356,7 +372,7 @@ def test_compiled_runs_compile_once_per_shape_and_report_progress(potts, caplog)
     lines = [r.getMessage() for r in caplog.records if r.name == "test.progress"]
     assert len(lines) == 4 and all(line.startswith("epoch ") for line in lines)
     assert lines[1].startswith("epoch 2/2  train ") and lines[3].startswith("epoch 2/2  train ")
-    train.train_mlm("factored", {**cfg, "epochs": 3}, *data, jax.random.key(1), programs)
+    train.train_mlm("factored", replace(cfg, epochs=3), *data, jax.random.key(1), programs)
     assert list(programs._programs.values()) != [program] and len(programs._programs) == 1
 
 
@@ -372,7 +388,7 @@ def test_problems_side_by_side_match_each_alone(potts):
     the workflow: ``test_workflow_all.test_chunked_training_jobs_give_the_same_models``.)"""
     arch = "factored"
     train_seqs, test_seqs, J, U = potts
-    cfg = {**FAST, "epochs": 4, "restarts": 2, "eval_every": 2, "model_dim": 8}
+    cfg = fast(epochs=4, restarts=2, eval_every=2, model_dim=8)
     problems = [train.Problem(train_seqs[i * 300:(i + 1) * 300], test_seqs[:100], J, U, BETA,
                               jax.random.key(i)) for i in range(2)]  # fmt: skip
     together = train.train_many(arch, cfg, problems)
@@ -458,8 +474,7 @@ def test_stop_window_keeps_the_lowest_held_out_loss_and_ends_early(potts):
     meet the criterion (tolerance 0 on a still-falling loss) runs to the cap, not converged."""
     train_seqs, test_seqs, J, U = potts
     train_seqs, test_seqs = train_seqs[:600], test_seqs[:300]
-    cfg = {**FAST, "epochs": 400, "model_dim": 8, "restarts": 2, "eval_every": 4,
-           "stop_window": 40, "stop_tol": 0.01}
+    cfg = fast(epochs=400, model_dim=8, restarts=2, eval_every=4, stop_window=40, stop_tol=0.01)
     run = train.train_mlm("vanilla1", cfg, train_seqs, test_seqs, J, U, BETA, jax.random.key(3))
     m, h = run.metrics, run.history
     assert m["converged"] and m["stop_epoch"] < 400 and m["epoch_cap"] == 400
@@ -471,9 +486,8 @@ def test_stop_window_keeps_the_lowest_held_out_loss_and_ends_early(potts):
     assert m["pearson_r"] == pytest.approx(h["pearson_r"][kept], rel=1e-4)
     assert m["pearson_r"] != pytest.approx(h["pearson_r"][-1], rel=1e-4)
     assert m["supervised_per_epoch"] == 600  # one masked site per sequence
-    falling = train.train_mlm("vanilla1", {**cfg, "epochs": 24, "stop_tol": 0.5,
-                                           "stop_window": 200}, train_seqs, test_seqs, J, U,
-                              BETA, jax.random.key(3))
+    falling = train.train_mlm("vanilla1", replace(cfg, epochs=24, stop_tol=0.5, stop_window=200),
+                              train_seqs, test_seqs, J, U, BETA, jax.random.key(3))
     assert not falling.metrics["converged"] and falling.metrics["stop_epoch"] == 24
 
 
@@ -517,7 +531,7 @@ def test_convergence_recorded_and_unconverged_flagged(potts, tmp_path):
     assert "relative improvement" in long.attrs["convergence_criterion"]
     in_train = sequences.in_training_set(train_seqs, test_seqs)
     assert long.attrs["test_overlap"] == pytest.approx(np.mean(in_train)) and in_train.any()
-    spec = models.arch_spec("factored", {}, L, C)
+    spec = models.arch_spec("factored", L, C)
     params = {"A": jnp.asarray(long["params/A"]), "V": jnp.asarray(long["params/V"])}
     heldout = float(objective.full_loss(spec, params, jnp.asarray(test_seqs[~in_train])))
     np.testing.assert_allclose(long.attrs["test_loss_heldout"], heldout, rtol=1e-5)
@@ -545,12 +559,12 @@ def test_polish_reaches_the_gradient_criterion(potts):
     is flagged as not converged."""
     train_seqs, test_seqs, J, U = potts
     key = jax.random.key(19)
-    cfg = {**FAST, "epochs": 10, "polish_max_iter": 500}
+    cfg = fast(epochs=10, polish_max_iter=500)
     programs = CompiledRuns()  # the polish runs after the program: one program for the three
     data = (train_seqs, test_seqs, J, U, BETA, key, programs)
-    adam = train.train_mlm("factored", {**cfg, "polish_max_iter": 0}, *data)
+    adam = train.train_mlm("factored", replace(cfg, polish_max_iter=0), *data)
     run = train.train_mlm("factored", cfg, *data)
-    cut = train.train_mlm("factored", {**cfg, "polish_max_iter": 2}, *data)
+    cut = train.train_mlm("factored", replace(cfg, polish_max_iter=2), *data)
     m = run.metrics
     assert m["converged"] and m["polish_converged"] and m["grad_norm"] <= m["polish_grad_tol"]
     assert "polish" in m["convergence_criterion"] and m["polish_iterations"] > 0
@@ -558,7 +572,7 @@ def test_polish_reaches_the_gradient_criterion(potts):
     assert m["train_loss"] <= adam.metrics["train_loss"] + 1e-7
     assert adam.metrics["grad_norm"] > m["polish_grad_tol"]  # 10 epochs of Adam: not stationary
     assert not cut.metrics["converged"] and cut.metrics["grad_norm"] > m["polish_grad_tol"]
-    spec = models.arch_spec("factored", {}, L, C)
+    spec = models.arch_spec("factored", L, C)
     params = {k: jnp.asarray(v) for k, v in run.params.items()}
     np.testing.assert_allclose(m["test_loss"], float(objective.full_loss(spec, params, test_seqs)),
                                rtol=1e-10)  # fmt: skip
@@ -568,12 +582,14 @@ def test_polish_reaches_the_gradient_criterion(potts):
 def test_plm_convergence_is_the_gradient_criterion(potts):
     train_seqs, test_seqs, J, U = potts
     key = jax.random.key(18)
-    cut = plm.fit_plm("full", {"max_iter": 3}, train_seqs, test_seqs, J, U, BETA, key)
+    cut = plm.fit_plm("full", plm_options("full", max_iter=3), train_seqs, test_seqs, J, U, BETA,
+                      key)
     assert not cut.metrics["converged"] and cut.metrics["grad_norm"] > cut.metrics["grad_tol"]
     assert cut.metrics["stop_reason"] == lbfgs.STOPS[lbfgs.MAX_ITER]
     # another penalty and iteration budget on data of the same shape: the same program
     programs = lbfgs._advance._cache_size()
-    fit = plm.fit_plm("full", {"l2": 1e-3}, train_seqs, test_seqs, J, U, BETA, key)
+    fit = plm.fit_plm("full", plm_options("full", l2=1e-3), train_seqs, test_seqs, J, U, BETA,
+                      key)
     assert lbfgs._advance._cache_size() == programs
     assert fit.metrics["converged"] and fit.metrics["grad_norm"] <= fit.metrics["grad_tol"]
     assert fit.metrics["objective"] < cut.metrics["objective"]

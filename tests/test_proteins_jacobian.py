@@ -60,7 +60,7 @@ def test_the_jacobian_of_a_potts_model_is_its_couplings():
 
 @pytest.mark.parametrize("arch", ["vanilla1", "vanilla3"])
 def test_a_transformers_jacobian_matches_finite_differences(arch):
-    spec = arch_spec(arch, {"model_dim": 8, "mask_token": "channel"}, L, Q)
+    spec = arch_spec(arch, L, Q, model_dim=8, mask_token="channel")
     params = init(spec, jax.random.key(4), jnp.float64)
     seq = np.random.default_rng(2).integers(0, Q, L)
     J = transformer_jacobian(spec, params, seq[None])
@@ -85,7 +85,7 @@ def test_a_transformers_jacobian_matches_finite_differences(arch):
 def test_chunked_and_padded_evaluations_equal_one_block():
     """Seven sequences in chunks of 3 (the last padded with weight 0) give the losses, map and
     Jacobian of one block of all seven."""
-    spec = arch_spec("vanilla1", {"model_dim": 8, "mask_token": "channel"}, L, Q)
+    spec = arch_spec("vanilla1", L, Q, model_dim=8, mask_token="channel")
     params = init(spec, jax.random.key(5), jnp.float64)
     seqs = np.random.default_rng(4).integers(0, Q, (7, L))
     losses, att = evaluate_transformer(spec, params, seqs, chunk=3)

@@ -3,6 +3,8 @@ separability threshold of the sample-complexity sweep, and the identity-reading 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -12,6 +14,7 @@ import yaml
 
 import workflow_lib  # noqa: F401  (enables float64)
 from tests.conftest import ROOT
+from tests.test_mlm import plm_options
 from workflow_lib.core.artefacts import read_artefact, write_artefact
 from workflow_lib.core.config import read_config_files, schema_defaults
 from workflow_lib.core.registry import Job
@@ -59,12 +62,12 @@ def test_sum_penalty_fit_is_stationary_for_eq6():
     distinct = rng.integers(0, C, (8, L))
     seqs = np.concatenate([distinct, distinct[:4]])  # repeats: M counts them, not the distinct
     M, lam, tol = len(seqs), 0.05, 1e-8
-    cfg = {"start": "random", "restarts": 1, "grad_tol": tol, "max_iter": 5000}
     grad = jax.grad(_eq6_objective)
     norms = {}
     for form in ("sum", "mean"):
-        fit = plm.fit_plm("factored", {**cfg, "l2": plm.effective_l2(lam, form, M, L)}, seqs,
-                          seqs, J, U, BETA, jax.random.key(4))  # fmt: skip
+        options = plm_options("factored", start="random", restarts=1, grad_tol=tol,
+                              max_iter=5000, l2=plm.effective_l2(lam, form, M, L))
+        fit = plm.fit_plm("factored", options, seqs, seqs, J, U, BETA, jax.random.key(4))
         assert fit.metrics["converged"]
         g = grad({k: jnp.asarray(fit.params[k]) for k in ("A", "V")}, jnp.asarray(seqs), lam)
         norms[form] = max(float(jnp.max(jnp.abs(v))) for v in g.values())
@@ -116,10 +119,10 @@ def test_train_accuracy_separable_and_not():
     """Two sequences that differ at every site are separated at small l2; two one spin apart
     cannot be (same rest, different tokens at that site)."""
     J, U = _couplings()
-    cfg = {"start": "random", "restarts": 2, "l2": 1e-6, "max_iter": 3000}
+    options = plm_options("factored", start="random", restarts=2, l2=1e-6, max_iter=3000)
     apart = np.array([[0, 1, 2, 0, 1], [2, 0, 1, 1, 0]])
     close = np.array([[0, 1, 2, 0, 1], [1, 1, 2, 0, 1]])
-    fits = {name: plm.fit_plm("factored", cfg, seqs, seqs, J, U, BETA, jax.random.key(6))
+    fits = {name: plm.fit_plm("factored", options, seqs, seqs, J, U, BETA, jax.random.key(6))
             for name, seqs in (("apart", apart), ("close", close))}  # fmt: skip
     assert fits["apart"].metrics["train_accuracy"] == 1.0
     assert fits["apart"].metrics["train_errors"] == forced_errors(apart) == 0
@@ -134,10 +137,10 @@ def test_the_flat_stop_leaves_a_fit_whose_starts_converge_as_it_is():
     J, U = _couplings()
     rng = np.random.default_rng(5)
     train_seqs, test_seqs = rng.integers(0, C, (30, L)), rng.integers(0, C, (10, L))
-    cfg = {"start": "random", "restarts": 3, "l2": 1e-3, "max_iter": 2000}
+    options = plm_options("factored", start="random", restarts=3, l2=1e-3, max_iter=2000)
     key = jax.random.key(4)
-    plain = plm.fit_plm("factored", cfg, train_seqs, test_seqs, J, U, BETA, key).metrics
-    loose = plm.fit_plm("factored", {**cfg, "ftol": 0.5, "ftol_window": 1}, train_seqs,
+    plain = plm.fit_plm("factored", options, train_seqs, test_seqs, J, U, BETA, key).metrics
+    loose = plm.fit_plm("factored", replace(options, ftol=0.5, ftol_window=1), train_seqs,
                         test_seqs, J, U, BETA, key).metrics  # fmt: skip
     assert plain["restarts_converged"] == plain["starts"] == 3
     for k in ("test_loss", "objective", "converged", "best_restart", "starts_at_best",
@@ -185,8 +188,11 @@ def test_stage_records_penalty_errors_and_separability(tmp_path):
     for k, M in enumerate(sc["M"]):
         l2 = sc["l2"] / (M * L)
         assert art["l2_effective"][k] == pytest.approx(l2, rel=1e-15)
-        fit = plm.fit_plm("factored", {**sc, "l2": art["l2_effective"][k], "l2_full": 1e-3},
-                          train_seqs[:M], test_seqs, J, U, BETA, key, heldout=heldout)
+        options = plm_options("factored", **{name: sc[name] for name in (
+            "start", "restarts", "max_iter", "grad_tol", "ftol", "ftol_window")},
+            l2=art["l2_effective"][k], l2_full=1e-3)  # fmt: skip
+        fit = plm.fit_plm("factored", options, train_seqs[:M], test_seqs, J, U, BETA, key,
+                          heldout=heldout)
         assert fit.metrics["test_loss"] == art["test_loss"][k]
         assert fit.metrics["test_loss_heldout"] == art["test_loss_heldout"][k]
         assert fit.metrics["train_errors"] == art["train_errors"][k]

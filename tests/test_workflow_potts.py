@@ -9,6 +9,7 @@ import pytest
 
 from tests.workflow_runs import TINY, snakemake, snakemake_in, write_config
 from workflow_lib.core.artefacts import read_artefact
+from workflow_lib.core.config import schema_defaults
 from workflow_lib.potts.artefact import POTTS_SAMPLES
 
 pytestmark = pytest.mark.slow
@@ -58,8 +59,8 @@ def test_same_seed_gives_identical_datasets(tmp_path):
     def stage(name, out):
         job = {"input": inputs.get(name, {}), "output": out, "threads": 1,
                "params": {"seed": 4, "realisation": 1, "potts": TINY["potts"] | {"U": "gaussian"},
-                          "sampling": TINY["sampling"] | {"protocol": "single_chain"},
-                          "beta_tuning": {}}}
+                          "sampling": schema_defaults("sampling") | TINY["sampling"]
+                          | {"protocol": "single_chain"}, "beta_tuning": {}}}  # fmt: skip
         cmd = [sys.executable, "-m", "workflow_lib", "stage", f"{STAGES}:{name}", "--job",
                json.dumps(job)]
         subprocess.run(cmd, check=True, capture_output=True, timeout=300)

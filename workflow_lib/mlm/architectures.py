@@ -50,23 +50,6 @@ def restarts(training: dict, family: str) -> int:
     return family_option(training, family, "restarts")
 
 
-def training_config(training: dict, arch: str) -> dict:
-    """The options of ``train.train_mlm`` for run ``arch`` (``parse_arch``) from a ``training``
-    config section: its family's learning rate (``learning_rates``, else ``learning_rate``),
-    restarts, polish iterations, epochs and stop window (``family_option``: ``arch_restarts``,
-    ``arch_polish_max_iter``, ``arch_epochs``, ``arch_stop_window``), its mixing ``a`` when
-    interpolated, every other option as given."""
-    family, a = parse_arch(arch)
-    overrides = ("restarts", "polish_max_iter", "epochs", "stop_window")
-    cfg = {k: v for k, v in training.items()
-           if k not in ("architectures", "interpolation_a", "learning_rates",
-                        *(f"arch_{name}" for name in overrides))}  # fmt: skip
-    return cfg | {"learning_rate": training["learning_rates"].get(family,
-                                                                  training["learning_rate"]),
-                  **{name: family_option(training, family, name) for name in overrides},
-                  **({"a": a} if a is not None else {})}
-
-
 def wildcard_pattern() -> str:
     """Regular expression of every run name (the ``arch`` wildcard of the training rule)."""
     return "|".join([*ARCHITECTURES, INTERPOLATED + r"[0-9.e+-]+"])

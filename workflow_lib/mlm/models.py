@@ -28,7 +28,7 @@ Architectures (``ARCHS``), all predicting the colour of one masked site:
   The masked site gets an extra (C+1)-th one-hot channel (``mask_token="channel"``) or a zero
   vector (``"zero"``). Xavier-uniform weights, zero biases, no dropout.
 
-Interface: ``arch_spec(arch, cfg, L, C)`` -> hashable ``ArchSpec``; ``init(spec, key)`` -> params;
+Interface: ``arch_spec(arch, L, C, ...)`` -> hashable ``ArchSpec``; ``init(spec, key)`` -> params;
 ``predict(spec, params, seqs, sites)`` -> ``(logits (B, C), attention rows (B, L))`` for one masked
 site per sequence; ``predict_all_sites(spec, params, seqs)`` -> ``(logits (B, L, C), attention map
 (L, L))`` with every site masked in turn. The attention row of a masked site ``i`` is the masked
@@ -75,23 +75,30 @@ class ArchSpec:
     init_scale: float = schema_default("training.init_scale")
 
 
-def arch_spec(arch: str, cfg: dict, L: int, C: int) -> ArchSpec:
-    """Build the ``ArchSpec`` of ``arch`` (one of ``ARCHS``) from the training config."""
-    scale = float(cfg.get("init_scale", ArchSpec.init_scale))
+def arch_spec(arch: str, L: int, C: int, *, a: float | None = None,
+              init_scale: float = ArchSpec.init_scale, model_dim: int = ArchSpec.model_dim,
+              mask_token: str = ArchSpec.mask_token) -> ArchSpec:  # fmt: skip
+    """The ``ArchSpec`` of ``arch`` (one of ``ARCHS``) on sequences of length ``L`` over ``C``
+    colours: ``a``, the interpolated layer's perturbation level in ``[0, 1]`` (required for
+    ``interpolated``, unused otherwise); ``init_scale``, the factored family's initialisation
+    scale; ``model_dim`` and ``mask_token`` (``"channel"`` or ``"zero"``), a transformer's width
+    and mask. The defaults are ``ArchSpec``'s, the schema's ``training`` defaults."""
+    scale = float(init_scale)
     if arch in ("factored", "factored_softmax"):
         return ArchSpec("factored", L, C, softmax=arch == "factored_softmax", init_scale=scale)
     if arch == "interpolated":
-        a = float(cfg["a"])
+        if a is None:
+            raise ValueError("the interpolated layer needs its perturbation level a")
+        a = float(a)
         if not 0.0 <= a <= 1.0:
             raise ValueError(f"perturbation level a={a} outside [0, 1]")
         return ArchSpec("interpolated", L, C, a=a, init_scale=scale)
     if arch in ("vanilla1", "vanilla3"):
-        mask = cfg.get("mask_token", ArchSpec.mask_token)
-        if mask not in ("channel", "zero"):
-            raise ValueError(f"unknown mask_token {mask!r}; allowed: 'channel', 'zero'")
+        if mask_token not in ("channel", "zero"):
+            raise ValueError(f"unknown mask_token {mask_token!r}; allowed: 'channel', 'zero'")
         n_layers = transformer_layers(arch)
-        dim = int(cfg.get("model_dim", ArchSpec.model_dim))
-        return ArchSpec("transformer", L, C, n_layers=n_layers, model_dim=dim, mask_token=mask)
+        return ArchSpec("transformer", L, C, n_layers=n_layers, model_dim=int(model_dim),
+                        mask_token=mask_token)
     raise ValueError(f"unknown architecture {arch!r}; allowed: {ARCHS}")
 
 

@@ -1,6 +1,6 @@
 """The static plan of a masked-language-model training run: epochs, steps, batches, restarts,
-penalty, the epochs that are evaluated and logged, and the stop criterion, from the ``training``
-config."""
+penalty, the epochs that are evaluated and logged, and the stop criterion, from the run's
+``TrainingOptions``."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import math
 from typing import NamedTuple
 
 from workflow_lib.mlm.models import ArchSpec
+from workflow_lib.mlm.options import TrainingOptions
 
 
 class Plan(NamedTuple):
@@ -35,23 +36,25 @@ class Plan(NamedTuple):
         return self.steps * self.batch * self.sites
 
 
-def make_plan(spec: ArchSpec, cfg: dict, n_train: int) -> Plan:
-    """The plan of training ``spec`` on ``n_train`` sequences with the ``training`` config
-    ``cfg`` (all keys present): mini-batches of ``batch_size`` sequences (transformers with
+def make_plan(spec: ArchSpec, options: TrainingOptions, n_train: int) -> Plan:
+    """The plan of training ``spec`` on ``n_train`` sequences with ``options`` (its
+    ``epochs``, ``eval_every``, ``restarts``, ``vanilla_sites``, ``batch_size``, ``l2`` and stop
+    criterion): mini-batches of ``batch_size`` sequences (transformers with
     ``vanilla_sites: all``: of (sequence, site) pairs), the remainder of an epoch dropped; about
     ten progress lines per run, on evaluated epochs. With a stop window (``stop_window`` > 0,
     ``metrics.STOP``) ``epochs`` is the cap and the compiled chunks, at
     whose ends the criterion is read, are a quarter of the window (rounded up to evaluations)."""
-    epochs, eval_every, restarts = int(cfg["epochs"]), int(cfg["eval_every"]), int(cfg["restarts"])
+    o = options
+    epochs, eval_every, restarts = int(o.epochs), int(o.eval_every), int(o.restarts)
     if min(epochs, eval_every, restarts) < 1:
         raise ValueError("epochs, eval_every and restarts must be >= 1")
-    all_sites = spec.kind == "transformer" and cfg["vanilla_sites"] == "all"
+    all_sites = spec.kind == "transformer" and o.vanilla_sites == "all"
     units = n_train * spec.L if all_sites else n_train  # supervised units per epoch
-    batch = min(int(cfg["batch_size"]), units)
-    window = int(cfg["stop_window"])
+    batch = min(int(o.batch_size), units)
+    window = int(o.stop_window)
     log_every = eval_every * max(1, math.ceil(window / (4 * eval_every)) if window
                                  else math.ceil(epochs / (10 * eval_every)))
     sites = spec.L if spec.kind != "transformer" else 1
-    return Plan(epochs, units // batch, all_sites, batch, restarts, float(cfg["l2"]), eval_every,
-                log_every, window, float(cfg["stop_tol"]), sites, int(cfg["stop_decays"]),
-                float(cfg["stop_decay"]))
+    return Plan(epochs, units // batch, all_sites, batch, restarts, float(o.l2), eval_every,
+                log_every, window, float(o.stop_tol), sites, int(o.stop_decays),
+                float(o.stop_decay))

@@ -44,14 +44,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache, partial
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from workflow_lib.core.config import schema_defaults
 from workflow_lib.mlm.architectures import PLM_KINDS
 from workflow_lib.mlm.lbfgs import minimize
 from workflow_lib.mlm.metrics import reconstruction, sq_norm
@@ -73,15 +72,31 @@ def family(kind: str) -> str:
     return "full" if kind == "full" else "factored"
 
 
-def plm_config(kind: str, section: dict) -> dict:
-    """The options of fit ``kind`` from a ``plm`` config ``section`` (missing keys: the schema's
-    defaults): ``max_iter``, ``grad_tol``, ``restarts``, ``init_scale``, ``l2`` (the family's
-    ``l2_factored`` or ``l2_full``), ``start`` (``factored_start``) and ``l2_full`` (of the full
-    fit behind a spectral start)."""
-    d = schema_defaults("plm") | section
-    return {k: d[k] for k in ("max_iter", "grad_tol", "restarts", "init_scale")} | {
-        "l2": d[f"l2_{family(kind)}"], "start": d["factored_start"], "l2_full": d["l2_full"]
-    }
+@dataclass(frozen=True)
+class PLMOptions:
+    """The hyperparameters of a pseudo-likelihood fit (``fit_plm``), built by the caller (the
+    ``plm`` stage from its config section: ``studies.potts_paper.stages_fits.plm_options``):
+
+    - ``l2``: the penalty weight of the fitted family (the ``plm`` section's ``l2_factored`` or
+      ``l2_full``; the sample-complexity sweep's effective l2);
+    - ``max_iter``: L-BFGS iterations at most per start; ``grad_tol``: the convergence
+      criterion, the largest absolute gradient entry at the solution;
+    - ``ftol`` and ``ftol_window``: the relative-reduction stop of ``lbfgs.minimize`` (0: none;
+      never applied to the full fit behind a spectral start);
+    - ``start`` (factored: ``random``, ``spectral`` or ``spectral_and_random``), ``restarts``
+      and ``init_scale`` (the random starts: ``A ~ N(0, s^2 / L)``, ``V ~ N(0, s^2 / C)``),
+      ``l2_full`` (the l2 of the full fit behind a spectral start).
+    """
+
+    l2: float
+    max_iter: int
+    grad_tol: float
+    ftol: float
+    ftol_window: int
+    start: str
+    restarts: int
+    init_scale: float
+    l2_full: float
 
 
 @dataclass
@@ -221,7 +236,7 @@ def _objective(fam: str, spec: ArchSpec) -> Callable[[Params, tuple[Array, Array
 
 def fit_plm(
     kind: str,
-    cfg: dict,
+    options: PLMOptions,
     train_seqs: np.ndarray,
     test_seqs: np.ndarray,
     J: np.ndarray,
@@ -231,14 +246,11 @@ def fit_plm(
     starts: list[Params] | None = None,
     heldout: np.ndarray | None = None,
 ) -> PLMResult:
-    """Maximum pseudo-likelihood fit of ``kind`` (one of ``PLM_KINDS``) on ``train_seqs``.
+    """Maximum pseudo-likelihood fit of ``kind`` (one of ``PLM_KINDS``) with ``options``
+    (``PLMOptions``) on ``train_seqs: (M, L)``, scored on ``test_seqs: (M_test, L)`` against the
+    true model ``(J: (L, L), U: (C, C), beta)``; ``key``: the random starts'.
 
-    ``cfg`` keys (all optional, defaults ``plm_config(kind, {})``): ``l2``, ``max_iter``,
-    ``grad_tol`` (the convergence criterion: largest absolute gradient entry at the solution),
-    ``ftol`` and ``ftol_window`` (the relative-reduction stop of ``lbfgs.minimize``; default
-    none; not applied to the full fit behind a spectral start),
-    ``start`` (``factored``: ``random`` or ``spectral``), ``restarts`` and ``init_scale`` (random
-    starts), ``l2_full`` (spectral start). ``starts``: initial parameters
+    ``starts``: initial parameters
     (e.g. Adam solutions to polish) instead of the kind's own starts (random, zero, or the
     truth). The best fit is the lowest objective among the
     converged ones (among all when none converged: ``metrics["converged"]`` is then False).
@@ -252,13 +264,12 @@ def fit_plm(
     if kind not in PLM_KINDS:
         raise ValueError(f"unknown PLM kind {kind!r}; allowed: {PLM_KINDS}")
     t_start = time.perf_counter()
-    cfg = {**plm_config(kind, {}), **cfg}
     train = jnp.asarray(train_seqs, jnp.int32)
     test = jnp.asarray(test_seqs, jnp.int32)
     J64, U64 = jnp.asarray(J, jnp.float64), jnp.asarray(U, jnp.float64)
     L, C = J64.shape[0], U64.shape[0]
-    spec = ArchSpec("factored", L, C, init_scale=float(cfg["init_scale"]))
-    l2 = float(cfg["l2"])
+    spec = ArchSpec("factored", L, C, init_scale=float(options.init_scale))
+    l2 = float(options.l2)
 
     given = starts is not None
     if given:  # e.g. an L-BFGS polish of Adam solutions
@@ -267,23 +278,23 @@ def fit_plm(
         starts = [{"A": beta * J64, "V": U64}]
     elif kind == "factored":
         starts = []
-        if cfg["start"] in ("spectral", "spectral_and_random"):
-            full = fit_plm("full", {**cfg, "l2": cfg["l2_full"], "ftol": 0.0}, train_seqs,
+        if options.start in ("spectral", "spectral_and_random"):
+            full = fit_plm("full", replace(options, l2=options.l2_full, ftol=0.0), train_seqs,
                            test_seqs, J, U, beta, key)  # fmt: skip
             A0, V0, _ = rank1_factors(jnp.asarray(full.params["J"]))
             starts.append({"A": A0, "V": V0})
-        if cfg["start"] in ("random", "spectral_and_random"):
-            keys = jax.random.split(key, int(cfg["restarts"]))
+        if options.start in ("random", "spectral_and_random"):
+            keys = jax.random.split(key, int(options.restarts))
             starts += [init(spec, k, jnp.float64) for k in keys]
     else:
         starts = [{"J": jnp.zeros((L, L, C, C), jnp.float64)}]
 
     fam = family(kind)
-    grad_tol = float(cfg["grad_tol"])
+    grad_tol = float(options.grad_tol)
     distinct, weights = distinct_with_weights(np.asarray(train), C)
     data = (jnp.asarray(distinct), jnp.asarray(weights, jnp.float64), jnp.float64(l2))
-    fits = minimize(_objective(fam, spec), starts, data, int(cfg["max_iter"]), grad_tol,
-                    float(cfg.get("ftol", 0.0)), int(cfg.get("ftol_window", 1)))
+    fits = minimize(_objective(fam, spec), starts, data, int(options.max_iter), grad_tol,
+                    float(options.ftol), int(options.ftol_window))
     ok = [res.converged(grad_tol) for res in fits]
     best = min(range(len(fits)), key=lambda k: (not ok[k], fits[k].fun))
     res = fits[best]
@@ -335,7 +346,7 @@ def fit_plm(
         "starts": len(fits),
         "stop_reason": res.message,
         "start": "given" if given else {"full": "zero", "factored_from_truth": "truth"}.get(
-            kind, cfg["start"]),
+            kind, options.start),
         "wall_seconds": time.perf_counter() - t_start,
     }
     optimum = float(optimal_loss(test, J64, U64, beta))

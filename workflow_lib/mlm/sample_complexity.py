@@ -6,12 +6,13 @@ whole training set (held out at every M)."""
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 import jax
 import numpy as np
 
-from workflow_lib.mlm.plm import effective_l2, fit_plm
+from workflow_lib.mlm.plm import PLMOptions, effective_l2, fit_plm
 from workflow_lib.potts.sequences import forced_errors, in_training_set
 from workflow_lib.runtime import checkpoints
 
@@ -41,17 +42,18 @@ class Curve:
 
 
 def curve(train: np.ndarray, test: np.ndarray, J: np.ndarray, U: np.ndarray, beta: float,
-          key: jax.Array, sc: dict, l2_full: float) -> Curve:  # fmt: skip
-    """Factored attention (cross-entropy, l2, full-batch L-BFGS to ``sc["grad_tol"]`` from the
-    starts ``sc["start"]``/``sc["restarts"]``, the lowest converged objective kept) on
-    ``train[:M]: (M, L)`` for every M of ``sc["M"]``; test loss on ``test: (n_test, L)``.
+          key: jax.Array, sizes: Sequence[int], penalty: str,
+          options: PLMOptions) -> Curve:  # fmt: skip
+    """Factored attention (cross-entropy, l2, full-batch L-BFGS to ``options.grad_tol`` from the
+    starts ``options.start``/``options.restarts``, the lowest converged objective kept) on
+    ``train[:M]: (M, L)`` for every M of ``sizes: (n_M,)``; test loss on ``test: (n_test, L)``;
+    the true model ``(J: (L, L), U: (C, C), beta)``; ``key``: every fit's random starts.
 
-    ``sc``: a ``sample_complexity`` config section (``M``, ``l2``, ``penalty``, ``max_iter``,
-    ``ftol``, ``ftol_window``, ``restarts``, ``start``, ``grad_tol``); ``l2_full``: the l2 of
-    the full fit behind a spectral start. The penalty's form: ``mean``, l2 beside the loss
-    averaged over sequences and sites; ``sum``, eq. (6) of the paper, fitted as the averaged
-    objective with l2 / (M L) (``plm.effective_l2``: ``l2_effective``). A start stopped by
-    ``ftol`` is not converged. Per M besides ``COLUMNS``: ``converged``,
+    ``options``: the factored fit's options (``plm.PLMOptions``), its ``l2`` the penalty weight
+    in the form ``penalty``: ``mean``, l2 beside the loss averaged over sequences and sites;
+    ``sum``, eq. (6) of the paper, fitted as the averaged objective with l2 / (M L)
+    (``plm.effective_l2``: ``l2_effective``). A start stopped by ``ftol`` is not converged.
+    Per M besides ``COLUMNS``: ``converged``,
     ``best_start`` (0 is the spectral start when there is one), ``starts_at_best`` (converged
     starts within 1e-4 of the kept objective, relative), ``train_errors`` (training tokens the
     fit gets wrong), ``forced_errors`` (those the conflicts of ``train[:M]`` force wrong on every
@@ -63,27 +65,24 @@ def curve(train: np.ndarray, test: np.ndarray, J: np.ndarray, U: np.ndarray, bet
     (``workflow_lib.runtime.checkpoints``, ``lbfgs.minimize``), the sweep's progress loop
     ``CHECKPOINT``.
     """
-    sizes = np.asarray(sc["M"])
+    sizes = np.asarray(sizes)
     if sizes.max() > len(train):
         raise ValueError(f"sample_complexity.M goes up to {sizes.max()} but the data set has "
                          f"{len(train)} training sequences; raise sampling.n_train")
-    cfg = {"l2_full": l2_full,
-           **{k: sc[k] for k in ("start", "l2", "max_iter", "restarts", "grad_tol", "ftol",
-                                  "ftol_window")}}
-    l2s = [effective_l2(sc["l2"], sc["penalty"], int(M), J.shape[0]) for M in sizes]
+    l2s = [effective_l2(options.l2, penalty, int(M), J.shape[0]) for M in sizes]
     in_train = in_training_set(train, test)
     heldout = test[~in_train]
     fits, ck = [], checkpoints.current()
     for M, l2 in zip(sizes, l2s, strict=True):
         with ck.scope(f"M = {M}"):
-            fit = fit_plm("factored", {**cfg, "l2": l2}, train[:M], test, J, U, beta, key,
-                          heldout=heldout)
+            fit = fit_plm("factored", replace(options, l2=l2), train[:M], test, J, U, beta,
+                          key, heldout=heldout)
         m = fit.metrics
         fits.append(m)
         log.info("M = %d: test loss %.4f, train loss %.4f, train accuracy %.4f, max |gradient| "
                  "%.1e, start %d (%s), %d of %d starts at that minimum: %s", M, m["test_loss"],
                  m["train_loss"], m["train_accuracy"], m["grad_norm"], m["best_restart"],
-                 sc["start"], m["starts_at_best"], m["starts"],
+                 options.start, m["starts_at_best"], m["starts"],
                  "converged" if m["converged"] else f"NOT CONVERGED ({m['stop_reason']})")
         ck.boundary(CHECKPOINT, len(fits), len(sizes))
     column = lambda k: np.array([m[k] for m in fits])  # noqa: E731

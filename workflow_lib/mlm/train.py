@@ -1,5 +1,5 @@
 """Masked-language-model training of the models in ``models.py`` (Rende et al. 2024, eq. 3, Fig. 2):
-``train_mlm``, from the ``training`` config to a ``TrainResult``; ``train_many``, several
+``train_mlm``, from the run's ``TrainingOptions`` to a ``TrainResult``; ``train_many``, several
 problems of equal shapes (realisations) side by side in one program.
 
 Protocol:
@@ -44,13 +44,13 @@ import jax
 import numpy as np
 import optax
 
-from workflow_lib.core.config import schema_defaults
 from workflow_lib.mlm.compiled import CompiledRuns
 from workflow_lib.mlm.evaluation import evaluate
 from workflow_lib.mlm.loop import Run
 from workflow_lib.mlm.metrics import CONVERGENCE, STOP, convergence, reconstruction
-from workflow_lib.mlm.models import ArchSpec, Params, arch_spec, flatten_params
+from workflow_lib.mlm.models import ArchSpec, Params, flatten_params
 from workflow_lib.mlm.objective import full_loss
+from workflow_lib.mlm.options import TrainingOptions
 from workflow_lib.mlm.plan import Plan, make_plan
 from workflow_lib.mlm.polish import POLISH_CONVERGENCE, grad_norm, polish
 from workflow_lib.potts.model import optimal_loss
@@ -58,7 +58,6 @@ from workflow_lib.potts.sequences import in_training_set
 
 log = logging.getLogger("workflow_lib.mlm")
 
-TRAIN_DEFAULTS = schema_defaults("training")
 ADAM_METRICS = ("train_loss", "test_loss", "test_loss_heldout", "recon_error", "pearson_r")
 # recorded as adam_* before any polish: what MLM training by Adam itself reached
 
@@ -115,7 +114,7 @@ class Problem:
 
 def train_mlm(
     arch: str,
-    cfg: dict,
+    options: TrainingOptions,
     train_seqs: np.ndarray,
     test_seqs: np.ndarray,
     J: np.ndarray,
@@ -124,13 +123,14 @@ def train_mlm(
     key: jax.Array,
     runs: CompiledRuns | None = None,
 ) -> TrainResult:
-    """Train ``arch`` (see ``models.ARCHS``) by MLM on ``train_seqs: (M, L)``; evaluate on
-    ``test_seqs: (M_test, L)`` against the true model ``(J, U, beta)``: ``train_many`` of one
-    problem."""
-    return train_many(arch, cfg, [Problem(train_seqs, test_seqs, J, U, beta, key)], runs)[0]
+    """Train ``arch`` (see ``models.ARCHS``) with ``options`` by MLM on ``train_seqs: (M, L)``
+    from the random ``key``; evaluate on ``test_seqs: (M_test, L)`` against the true model
+    ``(J: (L, L), U: (C, C), beta)``: ``train_many`` of one problem (``options``, ``runs``: see
+    there)."""
+    return train_many(arch, options, [Problem(train_seqs, test_seqs, J, U, beta, key)], runs)[0]
 
 
-def train_many(arch: str, cfg: dict, problems: Sequence[Problem],
+def train_many(arch: str, options: TrainingOptions, problems: Sequence[Problem],
                runs: CompiledRuns | None = None) -> list[TrainResult]:  # fmt: skip
     """Train ``arch`` on each of ``problems`` (equal shapes: the realisations of one data-set
     protocol) side by side in the same compiled programs; the polish and the final metrics follow
@@ -139,26 +139,25 @@ def train_many(arch: str, cfg: dict, problems: Sequence[Problem],
     Adam's normalised steps make sensitive to rounding, drifts, so its final losses agree only
     roughly and another restart may win (what chunk sizes change: ``docs/usage.md``).
 
-    ``cfg``: the ``training`` config section; missing keys take the schema's defaults. ``runs``:
-    compiled programs to reuse and keep (pass the same one to calls with equal shapes; default:
-    a new one, compiled for this call).
+    ``options``: the run's hyperparameters (a ``TrainingOptions``, its ``a`` the interpolated
+    layer's mixing). ``runs``: compiled programs to reuse and keep (pass the same one to calls
+    with equal shapes; default: a new one, compiled for this call).
     """
     t_start = time.perf_counter()
     runs = runs if runs is not None else CompiledRuns()
-    cfg = {**TRAIN_DEFAULTS, **cfg}
     # numpy in, numpy out: the run is one device program
     train = np.stack([np.asarray(p.train, np.int32) for p in problems])
     test = np.stack([np.asarray(p.test, np.int32) for p in problems])
     (K, M, L), C = train.shape, int(np.asarray(problems[0].U).shape[0])
-    spec = arch_spec(arch, cfg, L, C)
-    plan = make_plan(spec, cfg, M)
+    spec = options.arch_spec(arch, L, C)
+    plan = make_plan(spec, options, M)
     J = np.stack([np.asarray(p.J, np.float64) for p in problems])
     U = np.stack([np.asarray(p.U, np.float64) for p in problems])
     beta = np.array([p.beta for p in problems], np.float64)
     in_train = np.stack([in_training_set(a, b) for a, b in zip(train, test, strict=True)])
     keys = jax.random.wrap_key_data(np.stack([jax.random.key_data(p.key) for p in problems]))
     args = (keys, train, test, ~in_train, J, U, beta)
-    name, lr = cfg["optimizer"], float(cfg["learning_rate"])
+    name, lr = options.optimizer, float(options.learning_rate)
 
     def compile_run() -> Run:
         opt = make_optimizer(name, lr, plan.epochs * plan.steps, constant=bool(plan.stop_window))
@@ -176,7 +175,7 @@ def train_many(arch: str, cfg: dict, problems: Sequence[Problem],
     heldout_optimum = [float(optimal_loss(t[~m], j, u, b)) if (~m).any() else np.nan
                        for t, m, j, u, b in zip(test, in_train, J, U, beta, strict=True)]
     return [
-        _result(arch, spec, plan, cfg, train[k], test[k], in_train[k], J[k],
+        _result(arch, spec, plan, options, train[k], test[k], in_train[k], J[k],
                 (float(optimum[k]), heldout_optimum[k]),
                 jax.tree_util.tree_map(lambda x, k=k: x[k], params),
                 {key: v[:, k] for key, v in history.items()}, att[k], train_losses[k],
@@ -195,7 +194,7 @@ def _kept_evaluation(history: dict[str, np.ndarray], plan: Plan) -> int:
     return int(np.argmin(np.where(np.isnan(loss), history["test_loss"], loss)))
 
 
-def _result(arch: str, spec: ArchSpec, plan: Plan, cfg: dict, train: np.ndarray,
+def _result(arch: str, spec: ArchSpec, plan: Plan, options: TrainingOptions, train: np.ndarray,
             test: np.ndarray, in_train: np.ndarray, J: np.ndarray,
             optima: tuple[float, float],
             params: Params, history: dict[str, np.ndarray], att: np.ndarray,
@@ -226,9 +225,9 @@ def _result(arch: str, spec: ArchSpec, plan: Plan, cfg: dict, train: np.ndarray,
              **{k: float(history[k][kept]) for k in ("test_loss", "test_loss_heldout")},
              "recon_error": error, "pearson_r": r, "attention_scale": c}
     adam = {f"adam_{k}": final[k] for k in ADAM_METRICS}
-    conv = {**convergence(history["train_loss"], float(cfg["convergence_window"]),
-                          float(cfg["convergence_tol"])),
-            "convergence_tol": float(cfg["convergence_tol"]),
+    conv = {**convergence(history["train_loss"], float(options.convergence_window),
+                          float(options.convergence_tol)),
+            "convergence_tol": float(options.convergence_tol),
             "convergence_criterion": CONVERGENCE,
             "supervised_per_epoch": plan.supervised_per_epoch}  # fmt: skip
     if plan.stop_window:
@@ -238,10 +237,11 @@ def _result(arch: str, spec: ArchSpec, plan: Plan, cfg: dict, train: np.ndarray,
                  "best_epoch": int(history["epoch"][kept]), "stop_window": plan.stop_window,
                  "stop_tol": plan.stop_tol, "epoch_cap": plan.epochs,
                  "convergence_criterion": STOP}  # fmt: skip
-    polished = spec.kind != "transformer" and int(cfg["polish_max_iter"]) > 0
+    polished = spec.kind != "transformer" and int(options.polish_max_iter) > 0
     if polished:
         best_params, report = polish(spec, best_params, train, plan.l2,
-                                     int(cfg["polish_max_iter"]), float(cfg["polish_grad_tol"]))
+                                     int(options.polish_max_iter),
+                                     float(options.polish_grad_tol))
         evaluation, att = evaluate(spec, best_params, test, ~in_train, J)
         error, r, c = reconstruction(att, J, gauge=True)
         att = np.asarray(att, np.float64)
@@ -250,14 +250,14 @@ def _result(arch: str, spec: ArchSpec, plan: Plan, cfg: dict, train: np.ndarray,
                  "recon_error": float(error), "pearson_r": float(r),
                  "attention_scale": float(c)}  # fmt: skip
         conv |= {**report, "converged": report["polish_converged"],
-                 "polish_grad_tol": float(cfg["polish_grad_tol"]),
+                 "polish_grad_tol": float(options.polish_grad_tol),
                  "convergence_criterion": POLISH_CONVERGENCE}  # fmt: skip
     final["grad_norm"] = grad_norm(spec, best_params, train, plan.l2)
     if not conv["converged"]:
         log.warning("%s NOT CONVERGED: %s (relative improvement %.2e over the last %d epochs, "
                     "tolerance %.1e; max |gradient| %.1e)", arch,
                     conv.get("polish_stop_reason", "window criterion"), conv["rel_improvement"],
-                    conv["convergence_epochs"], float(cfg["convergence_tol"]),
+                    conv["convergence_epochs"], float(options.convergence_tol),
                     final["grad_norm"])  # fmt: skip
     attention = att if spec.kind == "transformer" else final["attention_scale"] * att
     metrics = {

@@ -23,13 +23,40 @@ import jax
 import numpy as np
 
 from workflow_lib.potts import model
-from workflow_lib.potts.protocols import run_protocol
+from workflow_lib.potts.protocols import ProtocolOptions, run_protocol
 
 log = logging.getLogger("workflow_lib.potts")
 
 
 class TuningError(ValueError):
     """Beta tuning or its verification failed; the message is one line for the user."""
+
+
+@dataclass(frozen=True)
+class TuningOptions:
+    """The beta tuning's hyperparameters, built by the caller (the sample stage from its
+    ``beta_tuning`` config section):
+
+    - pilots (``tune_beta``): the ``target_hamming`` mean Hamming distance, bracketed in
+      ``[beta_min, beta_max]`` by the first of ``rounds`` rounds of ``grid_points`` betas x
+      ``pilot_chains`` replicate pilot runs of ``pilot_samples`` saved configurations each;
+    - production (``verified_sampling.sample_to_target``): rounds of ``candidates`` full-length
+      runs, the first and ``resamples`` more, then ``fallback_rounds`` rounds of
+      ``fallback_candidates``, until a data set is within ``tolerance`` of the target.
+    """
+
+    target_hamming: float
+    beta_min: float
+    beta_max: float
+    grid_points: int
+    rounds: int
+    pilot_samples: int
+    pilot_chains: int
+    tolerance: float
+    resamples: int
+    fallback_rounds: int
+    fallback_candidates: int
+    candidates: int
 
 
 @dataclass(frozen=True)
@@ -74,32 +101,35 @@ def crossing(betas: np.ndarray, hamming: np.ndarray, target: float):
     return float(np.exp((1 - w) * np.log(lo) + w * np.log(hi))), float(lo), float(hi)
 
 
-def _pilots(key, J, U, betas: np.ndarray, sampling_cfg: dict, n_rep: int, n_save: int):
-    """Mean Hamming distance and its s.e.m. over ``n_rep`` replicate pilots at each of
-    ``betas: (K,)``, all ``K n_rep`` runs in one batched call."""
+def _pilots(key, J, U, betas: np.ndarray, protocol: ProtocolOptions, n_rep: int, n_save: int):
+    """Mean Hamming distance and its s.e.m. over ``n_rep`` replicate pilots of ``protocol``,
+    ``n_save`` saved configurations each, at each of ``betas: (K,)``, all ``K n_rep`` runs in
+    one batched call."""
     K = betas.shape[0]
     keys = jax.random.split(key, K * n_rep)
-    run = run_protocol(keys, J, U, np.repeat(betas, n_rep), sampling_cfg, n_save=n_save)
+    run = run_protocol(keys, J, U, np.repeat(betas, n_rep), protocol, n_save=n_save, blocks=1)
     raw = np.array([model.mean_pairwise_hamming(s) for s in run.saved]).reshape(K, n_rep)
     sem = raw.std(axis=1, ddof=1) / np.sqrt(n_rep) if n_rep > 1 else np.full(K, np.nan)
     return raw.mean(axis=1), sem
 
 
 def tune_beta(
-    key: jax.Array, J: np.ndarray, U: np.ndarray, sampling_cfg: dict, cfg: dict,
+    key: jax.Array, J: np.ndarray, U: np.ndarray, protocol: ProtocolOptions,
+    tuning: TuningOptions,
 ) -> Tuning:
-    """Find beta whose production-protocol mean Hamming distance is ``cfg['target_hamming']``
-    (see module doc). ``cfg``: the ``beta_tuning`` section. Raises ``TuningError`` when the
-    first round does not bracket the target within ``[beta_min, beta_max]``."""
-    target, K, n_rep = cfg["target_hamming"], cfg["grid_points"], cfg["pilot_chains"]
-    lo, hi = cfg["beta_min"], cfg["beta_max"]
+    """Find beta whose mean Hamming distance under the production ``protocol`` is
+    ``tuning.target_hamming`` on the couplings ``J: (L, L)``, ``U: (C, C)`` (see module doc;
+    ``tuning``: the pilots' options). Raises ``TuningError`` when the first round does not
+    bracket the target within ``[beta_min, beta_max]``."""
+    target, K, n_rep = tuning.target_hamming, tuning.grid_points, tuning.pilot_chains
+    lo, hi = tuning.beta_min, tuning.beta_max
     start = time.perf_counter()
     rounds: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     estimates: list[float] = []
-    for r in range(cfg["rounds"]):
+    for r in range(tuning.rounds):
         grid = np.geomspace(lo, hi, K)
-        mean, sem = _pilots(jax.random.fold_in(key, r), J, U, grid, sampling_cfg, n_rep,
-                            cfg["pilot_samples"])
+        mean, sem = _pilots(jax.random.fold_in(key, r), J, U, grid, protocol, n_rep,
+                            tuning.pilot_samples)
         rounds.append((grid, mean, sem))
         pooled_b = np.concatenate([g for g, _, _ in rounds])
         pooled_h = np.concatenate([h for _, h, _ in rounds])

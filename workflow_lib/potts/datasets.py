@@ -1,5 +1,6 @@
 """Data sets from the generalised Potts model: train/test sequences of one realisation, sampled
-by a protocol (``protocols``) at a given beta, with the diagnostics of the data set."""
+by a protocol (``protocols``) at a given beta with the sizes of a ``SamplingOptions``, with the
+diagnostics of the data set."""
 
 from __future__ import annotations
 
@@ -10,8 +11,20 @@ import jax.numpy as jnp
 import numpy as np
 
 from workflow_lib.potts import diagnostics, model
-from workflow_lib.potts.protocols import run_protocol
+from workflow_lib.potts.protocols import ProtocolOptions, run_protocol
 from workflow_lib.potts.sequences import in_training_set, n_distinct
+
+
+@dataclass(frozen=True)
+class SamplingOptions:
+    """How a data set is sampled, built by the caller (the sample stage from its ``sampling``
+    config section): by ``protocol``, ``n_train`` training and ``n_test`` test sequences, each
+    run in ``blocks`` blocks of sweeps (a log line each)."""
+
+    protocol: ProtocolOptions
+    n_train: int
+    n_test: int
+    blocks: int
 
 
 @dataclass(frozen=True)
@@ -49,22 +62,25 @@ def overlap(train: np.ndarray, test: np.ndarray) -> tuple[int, int, np.ndarray]:
 
 
 def draw_datasets(
-    keys: list[jax.Array], J: np.ndarray, U: np.ndarray, betas: np.ndarray, cfg: dict,
+    keys: list[jax.Array], J: np.ndarray, U: np.ndarray, betas: np.ndarray,
+    sampling: SamplingOptions,
 ) -> list[Dataset]:
-    """One data set per ``(keys[k], betas[k])``, all runs in one batched call: sample
-    ``n_train + n_test`` configurations with the ``sampling`` config ``cfg`` and split them at
-    random (a permutation from the key) into train and test."""
+    """One data set per ``(keys[k], betas[k])``, ``betas: (K,)``, on the couplings
+    ``J: (L, L)``, ``U: (C, C)``, all runs in one batched call: sample ``n_train + n_test``
+    configurations as ``sampling`` says and split them at random (a permutation from the key)
+    into train and test."""
     pairs = [jax.random.split(k) for k in keys]
-    n = cfg["n_train"] + cfg["n_test"]
-    run = run_protocol(jnp.stack([k_run for k_run, _ in pairs]), J, U, np.asarray(betas), cfg,
-                       n_save=n, blocks=cfg["blocks"])
+    n_train = sampling.n_train
+    n = n_train + sampling.n_test
+    run = run_protocol(jnp.stack([k_run for k_run, _ in pairs]), J, U, np.asarray(betas),
+                       sampling.protocol, n_save=n, blocks=sampling.blocks)
     out = []
     for i, ((_, k_split), beta) in enumerate(zip(pairs, np.atleast_1d(betas), strict=True)):
         saved, trace = run.saved[i], run.burn_in_energy[i]
         saved_energy = np.asarray(model.energy(jnp.asarray(saved), jnp.asarray(J),
                                                jnp.asarray(U)))
         position = np.asarray(jax.random.permutation(k_split, n))
-        train, test = saved[position[: cfg["n_train"]]], saved[position[cfg["n_train"] :]]
+        train, test = saved[position[:n_train]], saved[position[n_train:]]
         n_train_distinct, n_test_distinct, in_train = overlap(train, test)
         half = trace[trace.shape[0] // 2 :]
         tau = diagnostics.integrated_autocorr_time(half) if half.shape[0] > 2 else float("nan")

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 import jax
 import numpy as np
 
-from workflow_lib.potts.beta_tuning import Tuning, TuningError, crossing, tune_beta
-from workflow_lib.potts.datasets import Dataset, draw_datasets
+from workflow_lib.potts.beta_tuning import Tuning, TuningError, TuningOptions, crossing, tune_beta
+from workflow_lib.potts.datasets import Dataset, SamplingOptions, draw_datasets
 
 log = logging.getLogger("workflow_lib.potts")
 
@@ -102,61 +102,63 @@ def next_beta(tuning: Tuning, attempts: list[Attempt], target: float) -> float:
 
 
 def production_round(
-    key: jax.Array, J: np.ndarray, U: np.ndarray, betas: np.ndarray, a: int, sampling_cfg: dict,
-    first: int | None = None,
+    key: jax.Array, J: np.ndarray, U: np.ndarray, betas: np.ndarray, a: int,
+    sampling: SamplingOptions, first: int | None = None,
 ) -> tuple[list[Dataset], list[Attempt]]:
-    """Round ``a`` (0, 1, ...) of production: one full-length data set per beta of ``betas:
-    (k,)``, all in one batched call, each with its own random numbers (its key folded from
-    ``key`` by its index ``first + i``, ``first`` by default ``a k``: the attempts before it
-    in rounds of ``k``; the first of round 0 is ``key`` itself), and its attempt. A given beta
-    is round 0 with one candidate."""
+    """Round ``a`` (0, 1, ...) of production: one full-length data set (``sampling``) per beta
+    of ``betas: (k,)`` on the couplings ``J: (L, L)``, ``U: (C, C)``, all in one batched call,
+    each with its own random numbers (its key folded from ``key`` by its index ``first + i``,
+    ``first`` by default ``a k``: the attempts before it in rounds of ``k``; the first of round
+    0 is ``key`` itself), and its attempt. A given beta is round 0 with one candidate."""
     k = len(betas)
     first = a * k if first is None else first
     keys = [key if i == 0 else jax.random.fold_in(key, i) for i in range(first, first + k)]
     start = time.perf_counter()
-    sets = draw_datasets(keys, J, U, betas, sampling_cfg)
+    sets = draw_datasets(keys, J, U, betas, sampling)
     seconds = (time.perf_counter() - start) / k
     return sets, [Attempt(d.beta, d.mean_hamming, seconds, a) for d in sets]
 
 
 def sample_to_target(
-    key: jax.Array, J: np.ndarray, U: np.ndarray, beta: float | None, sampling_cfg: dict,
-    tuning_cfg: dict,
+    key: jax.Array, J: np.ndarray, U: np.ndarray, beta: float | None,
+    sampling: SamplingOptions, tuning: TuningOptions | None,
 ) -> tuple[Dataset, Tuning | None, list[Attempt]]:
-    """The sample stage's science: a data set at ``beta``, or, when ``beta`` is None, at a tuned
-    beta whose data set is verified to hit the target (see module doc). Both run their data sets
-    through ``production_round``: a given beta is round 0 with one candidate.
+    """The sample stage's science: a data set (``sampling``) on the couplings ``J: (L, L)``,
+    ``U: (C, C)`` at ``beta``, or, when ``beta`` is None, at a tuned beta (``tuning``, then
+    required; unused otherwise) whose data set is verified to hit the target (see module doc).
+    Both run their data sets through ``production_round``: a given beta is round 0 with one
+    candidate.
 
-    Each production round runs ``beta_tuning.candidates`` full-length runs at once, at betas
+    Each production round runs ``tuning.candidates`` full-length runs at once, at betas
     spread around the estimate (``candidate_betas``) and with their own random numbers; the data
-    set is the one closest to the target when it is within ``tolerance``. Returns ``(data,
-    tuning or None, every production attempt)``; raises ``TuningError`` when no attempt of the
-    last allowed round is within ``tolerance`` of ``target_hamming``.
+    set is the one closest to the target when it is within ``tolerance``. Returns ``(data, the
+    pilots' Tuning or None, every production attempt)``; raises ``TuningError`` when no attempt
+    of the last allowed round is within ``tolerance`` of ``target_hamming``.
     """
     if beta is not None:
-        (data,), attempts = production_round(key, J, U, np.array([beta]), 0, sampling_cfg)
+        (data,), attempts = production_round(key, J, U, np.array([beta]), 0, sampling)
         return data, None, attempts
-    target, tol = tuning_cfg["target_hamming"], tuning_cfg["tolerance"]
-    tuning = tune_beta(jax.random.fold_in(key, 1 << 20), J, U, sampling_cfg, tuning_cfg)
-    center, attempts = tuning.beta, []
-    rounds = ([tuning_cfg["candidates"]] * (tuning_cfg["resamples"] + 1)
-              + [tuning_cfg["fallback_candidates"]] * tuning_cfg["fallback_rounds"])
+    target, tol = tuning.target_hamming, tuning.tolerance
+    pilots = tune_beta(jax.random.fold_in(key, 1 << 20), J, U, sampling.protocol, tuning)
+    center, attempts = pilots.beta, []
+    rounds = ([tuning.candidates] * (tuning.resamples + 1)
+              + [tuning.fallback_candidates] * tuning.fallback_rounds)
     # the spacing of the candidates
-    pilot_slope = dhamming_dlogbeta(tuning, []) if max(rounds) > 1 else None
+    pilot_slope = dhamming_dlogbeta(pilots, []) if max(rounds) > 1 else None
     for a, k in enumerate(rounds):
         betas = np.array([center]) if k == 1 else candidate_betas(center, pilot_slope, tol, k)
-        sets, made = production_round(key, J, U, betas, a, sampling_cfg, len(attempts))
+        sets, made = production_round(key, J, U, betas, a, sampling, len(attempts))
         attempts += made
         best = min(sets, key=lambda d: abs(d.mean_hamming - target))
         log.info("round %d%s: beta %s -> data set Hamming %s (target %.3f +- %.3f)", a + 1,
-                 " (fallback)" if a > tuning_cfg["resamples"] else "",
+                 " (fallback)" if a > tuning.resamples else "",
                  np.array2string(betas, precision=4),
                  np.array2string(np.array([d.mean_hamming for d in sets]), precision=4),
                  target, tol)
         if abs(best.mean_hamming - target) <= tol:
-            return best, tuning, attempts
+            return best, pilots, attempts
         if a < len(rounds) - 1:
-            center = next_beta(tuning, attempts, target)
+            center = next_beta(pilots, attempts, target)
     closest = min(attempts, key=lambda t: abs(t.hamming - target))
     lo, hi = min(t.beta for t in attempts), max(t.beta for t in attempts)
     raise TuningError(

@@ -112,7 +112,7 @@ def train_transformer(arch: str, cfg: dict, train: tuple[np.ndarray, np.ndarray]
     """
     seqs, weights = train
     L = seqs.shape[1]
-    spec = arch_spec(arch, cfg, L, Q)
+    spec = arch_spec(arch, L, Q, model_dim=cfg["model_dim"], mask_token=cfg["mask_token"])
     every, batch = int(cfg["eval_every"]), int(cfg["batch_size"])
     window, tol = int(cfg["window"]), float(cfg["tol"])
     evaluations = int(cfg["steps"]) // every

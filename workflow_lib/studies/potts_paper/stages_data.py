@@ -12,13 +12,36 @@ from workflow_lib.core.keys import stage_key
 from workflow_lib.core.registry import Job
 from workflow_lib.potts import model
 from workflow_lib.potts.artefact import POTTS_SAMPLES
-from workflow_lib.potts.beta_tuning import TuningError
-from workflow_lib.potts.protocols import PROTOCOLS
+from workflow_lib.potts.beta_tuning import TuningError, TuningOptions
+from workflow_lib.potts.datasets import SamplingOptions
+from workflow_lib.potts.protocols import PROTOCOLS, ProtocolOptions
 from workflow_lib.potts.verified_sampling import sample_to_target
 from workflow_lib.runtime.checkpoints import resumable
 from workflow_lib.studies.potts_paper.artefacts import POTTS_COUPLINGS
 
 log = logging.getLogger("workflow_lib.stages")
+
+
+def sampling_options(sampling: dict) -> SamplingOptions:
+    """The ``SamplingOptions`` of a ``sampling`` config section."""
+    s = sampling
+    protocol = ProtocolOptions(name=s["protocol"], burn_in=s["burn_in"],
+                               sweeps_between=s["sweeps_between"], replicas=s["replicas"],
+                               ladder_min=s["ladder_min"])  # fmt: skip
+    return SamplingOptions(protocol=protocol, n_train=s["n_train"], n_test=s["n_test"],
+                           blocks=s["blocks"])
+
+
+def tuning_options(beta_tuning: dict) -> TuningOptions:
+    """The ``TuningOptions`` of a ``beta_tuning`` config section."""
+    t = beta_tuning
+    return TuningOptions(
+        target_hamming=t["target_hamming"], beta_min=t["beta_min"], beta_max=t["beta_max"],
+        grid_points=t["grid_points"], rounds=t["rounds"], pilot_samples=t["pilot_samples"],
+        pilot_chains=t["pilot_chains"], tolerance=t["tolerance"], resamples=t["resamples"],
+        fallback_rounds=t["fallback_rounds"], fallback_candidates=t["fallback_candidates"],
+        candidates=t["candidates"],
+    )
 
 
 def couplings(job: Job) -> None:
@@ -52,11 +75,11 @@ def sample(job: Job) -> None:
     cpl = read_artefact(job.input["couplings"], POTTS_COUPLINGS, required=("J", "U"))
     J, U = cpl["J"], cpl["U"]
     key = stage_key(p["seed"], "sample", p["realisation"])
-    protocol, tc = p["sampling"]["protocol"], p["beta_tuning"]  # tc: used when beta is None
+    sampling, given = sampling_options(p["sampling"]), p["potts"]["beta"]
+    tc = tuning_options(p["beta_tuning"]) if given is None else None  # only to tune beta
+    protocol = sampling.protocol.name
     try:
-        data, tuning, attempts = sample_to_target(
-            key, J, U, p["potts"]["beta"], p["sampling"], tc
-        )
+        data, tuning, attempts = sample_to_target(key, J, U, given, sampling, tc)
     except TuningError as exc:
         raise StageError(f"sample r{p['realisation']}: {exc}") from None
     beta = data.beta
@@ -70,7 +93,7 @@ def sample(job: Job) -> None:
                   "tuning/hamming_sem": tuning.sem, "tuning/estimate": tuning.estimate}
     attrs = {"attempt_seconds": np.array([a.seconds for a in attempts])}  # wall time: not data
     if tuning is not None:
-        attrs |= {"target_hamming": tc["target_hamming"], "tolerance": tc["tolerance"],
+        attrs |= {"target_hamming": tc.target_hamming, "tolerance": tc.tolerance,
                   "tuning_seconds": tuning.seconds}
     if protocol == "parallel_tempering":
         extra |= {"tempering/ladder": data.extra["ladder"],

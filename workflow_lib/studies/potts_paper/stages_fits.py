@@ -8,10 +8,12 @@ import logging
 import numpy as np
 
 from workflow_lib.core.artefacts import write_artefact
+from workflow_lib.core.config import schema_default
 from workflow_lib.core.keys import stage_key
 from workflow_lib.core.registry import Job
-from workflow_lib.mlm.architectures import parse_arch, training_config
-from workflow_lib.mlm.plm import fit_plm, plm_config
+from workflow_lib.mlm.architectures import family_option, parse_arch
+from workflow_lib.mlm.options import TrainingOptions
+from workflow_lib.mlm.plm import PLMOptions, family, fit_plm
 from workflow_lib.mlm.sample_complexity import curve
 from workflow_lib.mlm.train import Problem, train_many
 from workflow_lib.potts.artefact import load_samples
@@ -19,6 +21,40 @@ from workflow_lib.runtime.checkpoints import resumable
 from workflow_lib.studies.potts_paper.artefacts import MLM_TRAIN, PLM_FIT, SAMPLE_COMPLEXITY
 
 log = logging.getLogger("workflow_lib.stages")
+
+
+def training_options(training: dict, arch: str) -> TrainingOptions:
+    """The ``TrainingOptions`` of run ``arch`` (``parse_arch``) from a ``training`` config
+    section: its family's learning rate (``learning_rates``, else ``learning_rate``), restarts,
+    polish iterations, epochs and stop window (``family_option``: ``arch_restarts``,
+    ``arch_polish_max_iter``, ``arch_epochs``, ``arch_stop_window``), its mixing ``a`` when
+    interpolated, every other option as given."""
+    fam, a = parse_arch(arch)
+    t = training
+    return TrainingOptions(
+        optimizer=t["optimizer"],
+        learning_rate=t["learning_rates"].get(fam, t["learning_rate"]),
+        batch_size=t["batch_size"], epochs=family_option(t, fam, "epochs"),
+        restarts=family_option(t, fam, "restarts"), l2=t["l2"], init_scale=t["init_scale"],
+        model_dim=t["model_dim"], vanilla_sites=t["vanilla_sites"], mask_token=t["mask_token"],
+        eval_every=t["eval_every"], convergence_window=t["convergence_window"],
+        convergence_tol=t["convergence_tol"],
+        polish_max_iter=family_option(t, fam, "polish_max_iter"),
+        polish_grad_tol=t["polish_grad_tol"],
+        stop_window=family_option(t, fam, "stop_window"), stop_tol=t["stop_tol"],
+        stop_decays=t["stop_decays"], stop_decay=t["stop_decay"], a=a,
+    )
+
+
+def plm_options(kind: str, plm: dict) -> PLMOptions:
+    """The ``PLMOptions`` of fit ``kind`` from a ``plm`` config section: ``l2`` the family's
+    (``l2_factored`` or ``l2_full``), ``start`` its ``factored_start``, no relative-reduction
+    stop (``ftol`` 0), every other option as given."""
+    return PLMOptions(l2=plm[f"l2_{family(kind)}"], max_iter=plm["max_iter"],
+                      grad_tol=plm["grad_tol"], ftol=0.0, ftol_window=1,
+                      start=plm["factored_start"], restarts=plm["restarts"],
+                      init_scale=plm["init_scale"], l2_full=plm["l2_full"])
+
 
 def _scalars(metrics: dict) -> dict[str, float | int | bool | str]:
     return {k: v for k, v in metrics.items() if isinstance(v, int | float | bool | str)}
@@ -38,16 +74,14 @@ def train(job: Job) -> None:
     """
     p = job.params
     arch, a = parse_arch(p["arch"])
-    training = p["training"]
-    cfg = training_config(training, p["arch"])
-    lr = cfg["learning_rate"]
+    options = training_options(p["training"], p["arch"])
     problems = []
     for r in p["realisations"]:
         train_seqs, test_seqs, J, U, beta = load_samples(job.input[f"samples_r{r}"])
         problems.append(Problem(train_seqs, test_seqs, J, U, beta,
                                 stage_key(p["seed"], f"train/{p['arch']}", r)))
     for r, problem, result in zip(p["realisations"], problems,
-                                  train_many(arch, cfg, problems), strict=True):
+                                  train_many(arch, options, problems), strict=True):
         m = result.metrics
         log.info("%s r%d: test loss %.4f (optimal %.4f; held-out %.4f, %.0f %% of the test set "
                  "in the training set), reconstruction error %.3f, r = %.3f, %.0f steps/s, %s",
@@ -62,7 +96,7 @@ def train(job: Job) -> None:
              "attention": result.attention, "J": problem.J},
             p, seeds={"seed": p["seed"], "realisation": r},
             attrs={"arch": p["arch"], "model": arch, "a": np.nan if a is None else a,
-                   "learning_rate": lr, "optimizer": training["optimizer"],
+                   "learning_rate": options.learning_rate, "optimizer": options.optimizer,
                    "optimal_loss": result.optimal_loss, "beta": problem.beta, **_scalars(m)},
         )
 
@@ -75,9 +109,8 @@ def plm(job: Job) -> None:
     p = job.params
     kind = p["kind"]
     train_seqs, test_seqs, J, U, beta = load_samples(job.input["samples"])
-    cfg = plm_config(kind, p["plm"])
     key = stage_key(p["seed"], f"plm/{kind}", p["realisation"])
-    result = fit_plm(kind, cfg, train_seqs, test_seqs, J, U, beta, key)
+    result = fit_plm(kind, plm_options(kind, p["plm"]), train_seqs, test_seqs, J, U, beta, key)
     m = result.metrics
     log.info("plm %s (%s start) r%d: test loss %.4f (optimal %.4f), r = %.3f, %d iterations, "
              "%.1f s, max |gradient| %.1e (tolerance %.0e): %s", kind, m["start"],
@@ -114,7 +147,12 @@ def sample_complexity(job: Job) -> None:
     sc = p["sample_complexity"]
     train_seqs, test_seqs, J, U, beta = load_samples(job.input["samples"])
     key = stage_key(p["seed"], "sample_complexity", p["realisation"])
-    result = curve(train_seqs, test_seqs, J, U, beta, key, sc, p["l2_full"])
+    # the random starts at the schema's plm.init_scale: the job's slice holds no plm section
+    options = PLMOptions(l2=sc["l2"], max_iter=sc["max_iter"], grad_tol=sc["grad_tol"],
+                         ftol=sc["ftol"], ftol_window=sc["ftol_window"], start=sc["start"],
+                         restarts=sc["restarts"], init_scale=schema_default("plm.init_scale"),
+                         l2_full=p["l2_full"])  # fmt: skip
+    result = curve(train_seqs, test_seqs, J, U, beta, key, sc["M"], sc["penalty"], options)
     cols = result.columns
     if not result.all_converged:
         log.warning("sample complexity r%d: %d of %d fits NOT CONVERGED (M = %s)",
