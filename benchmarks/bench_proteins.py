@@ -65,6 +65,7 @@ from workflow_lib.proteins.alignment import filter_gaps, read_alignment
 from workflow_lib.proteins.fitting import fit_model
 from workflow_lib.proteins.run_names import TRANSFORMERS
 from workflow_lib.proteins.weights import sequence_weights
+from workflow_lib.studies.proteins.settings import fit_settings
 
 ROOT = Path(__file__).resolve().parents[1]
 ALIGNMENT = ROOT / "data" / "proteins" / "PF13354" / "PF13354.fasta.gz"
@@ -159,8 +160,8 @@ def child(name: str, L: int, M: int, iterations: int, steps: int, out: Path) -> 
             models.minimize = timed_minimize(timing)
         key = jax.random.fold_in(jax.random.key(0), zlib.crc32(name.encode()))
         start = time.perf_counter()
-        res = fit_model(name, cfg, (seqs[~test], weights[~test]), (seqs[test], weights[test]),
-                        seqs[test], key)
+        res = fit_model(name, fit_settings(name, cfg), (seqs[~test], weights[~test]),
+                        (seqs[test], weights[test]), seqs[test], key)
         wall = time.perf_counter() - start
         if is_transformer:
             (s0, t0), (s1, t1) = timing["stamps"][0], timing["stamps"][-1]

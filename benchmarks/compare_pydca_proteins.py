@@ -90,6 +90,7 @@ from workflow_lib.proteins.fitting import fit_model
 from workflow_lib.proteins.splits import held_out_split
 from workflow_lib.proteins.weights import sequence_weights
 from workflow_lib.studies.proteins.claims import PLMDCA_REFERENCE, REFERENCE_TOLERANCE
+from workflow_lib.studies.proteins.settings import fit_settings
 from workflow_lib.studies.proteins.stages import split_seed, validation_seed
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -116,17 +117,18 @@ def weighted_loss(model: models.CouplingModel, params: dict, seqs: np.ndarray,
 
 
 def objective(model: models.CouplingModel, params: dict, seqs: np.ndarray, weights: np.ndarray,
-              lambdas: dict[str, float]) -> float:  # fmt: skip
-    """The project's objective (module docstring) at ``params`` on ``seqs`` with ``weights``."""
+              lambdas: models.Lambdas) -> float:  # fmt: skip
+    """The project's objective (module docstring) at ``params`` on ``seqs`` with ``weights``,
+    the penalty strengths ``lambdas``."""
     return weighted_loss(model, params, seqs, weights) + float(
         models.penalty(model, params, lambdas, np.sum(weights)))
 
 
 def objective_f64(params: dict, seqs: np.ndarray, weights: np.ndarray,
-                  lambdas: dict[str, float]) -> float:  # fmt: skip
+                  lambdas: models.Lambdas) -> float:  # fmt: skip
     """The project's plmDCA objective at ``params`` (the pairs' couplings ``J: (L (L - 1) / 2, Q,
-    Q)``, ``h: (L, Q)``) on ``seqs: (M, L)`` with ``weights: (M,)``, the couplings' products in
-    float64."""
+    Q)``, ``h: (L, Q)``) on ``seqs: (M, L)`` with ``weights: (M,)`` and the penalty strengths
+    ``lambdas``, the couplings' products in float64."""
     model = models.CouplingModel("plmdca", seqs.shape[1], fields=True)
     x = jnp.asarray(seqs, jnp.int32)
     logits = coupling_logits(models.couplings(model, params), x) + params["h"]
@@ -225,7 +227,8 @@ def compare(family: str, subsample: int | None, args: argparse.Namespace) -> Non
     r = args.realisation
     key = jax.random.fold_in(stage_key(args.seed, "protein_fit", r), zlib.crc32(b"plmdca"))
     t = time.perf_counter()
-    ours = fit_model("plmdca", cfg, (train, weights[split.train]),
+    settings = fit_settings("plmdca", cfg)
+    ours = fit_model("plmdca", settings, (train, weights[split.train]),
                      (seqs[split.validation], weights[split.validation]), seqs[test], key)
     t_ours = time.perf_counter() - t
     t = time.perf_counter()
@@ -240,9 +243,9 @@ def compare(family: str, subsample: int | None, args: argparse.Namespace) -> Non
                                    ("pydca", (J_pd, h_pd)))}  # fmt: skip
     loss = {name: weighted_loss(model, p, seqs[test], weights[test])
             for name, p in params.items()}  # fmt: skip
-    obj = {name: objective(model, p, train, weights[split.train], cfg["lambdas"])
+    obj = {name: objective(model, p, train, weights[split.train], settings.lambdas)
            for name, p in params.items()}  # fmt: skip
-    obj64 = objective_f64(params["project"], train, weights[split.train], cfg["lambdas"])
+    obj64 = objective_f64(params["project"], train, weights[split.train], settings.lambdas)
     scores = {"project": ours.scores, "pydca": contacts.contact_scores(J_pd)}
     ks = contacts.precision_ks(L)
     precision = {name: contacts.precision_at(s, distances, sep, threshold, ks.values(),

@@ -11,6 +11,7 @@ import logging
 import os
 import signal
 import zipfile
+from dataclasses import replace
 from pathlib import Path
 
 import jax
@@ -153,7 +154,7 @@ def test_a_protein_transformer_stopped_at_every_evaluation_gives_the_same_run(tm
     train = ~(test | validation)
 
     def fit():
-        return train_transformer("vanilla1", {**TRANSFORMER, "steps": 160},
+        return train_transformer("vanilla1", replace(TRANSFORMER, steps=160),
                                  (seqs[train], np.ones(train.sum())),
                                  (seqs[validation], np.ones(80)), jax.random.key(0))
 

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tests.test_proteins_models import COUPLING, TRANSFORMER_FIT
 from workflow_lib.proteins.alignment import AlignmentError, check_families, find_focus
 from workflow_lib.proteins.contact_lists import (
     COLUMNS,
@@ -149,20 +150,15 @@ def test_a_final_fit_takes_every_sequence_and_a_transformer_its_steps():
     seqs = np.random.default_rng(6).integers(0, 4, (300, 6)).astype(np.int32)
     seqs[:, 5] = seqs[:, 1]
     data = (seqs, np.ones(300))
-    cfg = {"transformer": {"model_dim": 16, "mask_token": "channel", "batch_size": 64,
-                           "learning_rate": 0.01, "eval_every": 40, "window": 3, "tol": 0.01,
-                           "steps": 20000, "eval_sequences": 64, "jacobian_sequences": 4},
-           "fields": True, "lambdas": {"fields": 0.01, "couplings": 0.01, "factored": 0.01},
-           "restarts": 1, "max_iter": 50, "grad_tol": 1e-4}
-    res = fit_final("vanilla1", cfg, data, jax.random.key(0), steps=120)
+    res = fit_final("vanilla1", TRANSFORMER_FIT, data, jax.random.key(0), steps=120)
     assert list(res.curve["step"]) == [120] and res.metrics["steps"] == 120
     assert res.metrics["converged"] and res.metrics["stop_reason"] == "120 steps, the split " \
         "fits' stop"
     assert np.isnan(res.validation_loss) and res.test_losses.shape == (0,)
     assert res.scores.shape == res.jacobian_scores.shape == (6, 6)
     with pytest.raises(ValueError, match="needs its steps"):
-        fit_final("vanilla1", cfg, data, jax.random.key(0))
-    plm = fit_final("plmdca", cfg, data, jax.random.key(0))
+        fit_final("vanilla1", TRANSFORMER_FIT, data, jax.random.key(0))
+    plm = fit_final("plmdca", COUPLING, data, jax.random.key(0))
     assert np.isnan(plm.validation_loss) and plm.test_losses.shape == (0,)
     assert plm.params["J"].shape == (6, 6, 21, 21) and np.isfinite(plm.train_loss)
     i, j = np.unravel_index(np.argmax(plm.scores), plm.scores.shape)

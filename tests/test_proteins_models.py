@@ -6,22 +6,31 @@ from __future__ import annotations
 
 import itertools
 import logging
+from dataclasses import fields, replace
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from workflow_lib.core.config import load_config
 from workflow_lib.mlm.plm import coupling_logits
 from workflow_lib.proteins import contacts, models
 from workflow_lib.proteins.alignment import Q, split_held_out
-from workflow_lib.proteins.fitting import coupling_model, fit_model
+from workflow_lib.proteins.fitting import CouplingFit, TransformerFit, coupling_model, fit_model
 from workflow_lib.proteins.run_names import model_names
 from workflow_lib.proteins.splits import held_out_split
-from workflow_lib.proteins.transformer import plateaued, train_transformer
+from workflow_lib.proteins.transformer import TransformerSettings, plateaued, train_transformer
 from workflow_lib.proteins.weights import neighbour_counts, sequence_weights
+from workflow_lib.studies.proteins.settings import fit_settings
 
-LAMBDAS = {"fields": 0.01, "couplings": 0.01, "factored": 0.001}
+LAMBDAS = models.Lambdas(couplings=0.01, factored=0.001, fields=0.01, lowrank=None)
+# the fits' hyperparameters of these tests (each test replaces those it sets)
+COUPLING = CouplingFit(fields=True, lambdas=replace(LAMBDAS, factored=0.01), restarts=1,
+                       max_iter=50, grad_tol=1e-4, qk_rank=None, value_rank=None)
+TRANSFORMER = TransformerSettings(model_dim=16, mask_token="channel", steps=20000, batch_size=64,
+                                  learning_rate=0.01, eval_every=40, window=3, tol=0.01)
+TRANSFORMER_FIT = TransformerFit(training=TRANSFORMER, eval_sequences=64, jacobian_sequences=4)
 
 
 def _seqs(M: int, L: int, seed: int = 0) -> np.ndarray:
@@ -74,7 +83,7 @@ def test_plmdca_objective_and_gradient_match_a_brute_force_reference():
     params = {"J": jnp.asarray(rng.normal(0.0, 0.5, (len(pairs), Q, Q))),
               "h": jnp.asarray(rng.normal(0.0, 0.5, (L, Q)))}
     model = models.CouplingModel("plmdca", L)
-    lambdas = {"fields": 0.02, "couplings": 0.03}
+    lambdas = models.Lambdas(couplings=0.03, factored=0.0, fields=0.02, lowrank=None)
 
     def reference(p):
         block = {}  # J_ij of every ordered pair, J_ji = J_ij^T
@@ -88,8 +97,7 @@ def test_plmdca_objective_and_gradient_match_a_brute_force_reference():
         penalty = 0.02 * jnp.sum(h**2) + 0.03 * sum(jnp.sum(b**2) for b in block.values())
         return (total / weights.sum() + penalty) / L
 
-    data = (jnp.asarray(seqs), jnp.asarray(weights),
-            {k: jnp.float64(v) for k, v in lambdas.items()})
+    data = (jnp.asarray(seqs), jnp.asarray(weights), jax.tree.map(jnp.float64, lambdas))
     value, grad = jax.value_and_grad(models._objective(model))(params, data)
     ref_value, ref_grad = jax.value_and_grad(reference)(params)
     np.testing.assert_allclose(value, ref_value, rtol=1e-6)
@@ -109,7 +117,7 @@ def test_factored_objective_and_gradient_match_a_float64_reference(heads):
     model = models.CouplingModel("factored", L, heads=heads)
     params = models.init_params(model, jax.random.key(4))
     params["h"] = jnp.asarray(rng.normal(0.0, 0.5, (L, Q)))
-    data = (seqs, weights, {k: jnp.float64(v) for k, v in LAMBDAS.items()})
+    data = (seqs, weights, jax.tree.map(jnp.float64, LAMBDAS))
 
     def reference(p):
         J = jnp.einsum("hij,hab->ijab", models.attention(model, p), p["V"])
@@ -184,11 +192,10 @@ def test_lowrank_fit_lowers_its_objective_and_scores_its_couplings():
     seqs = rng.integers(0, 4, (M, L)).astype(np.int32)
     seqs[:, 3] = seqs[:, 0]
     weights = rng.uniform(0.5, 1.0, M)
-    cfg = {"fields": True, "lambdas": {"fields": 0.01, "couplings": 0.01, "factored": 0.01},
-           "lowrank": {"qk_rank": r, "value_rank": 3, "lambda": 0.01}, "restarts": 1,
-           "max_iter": 60, "grad_tol": 1e-6}
+    settings = replace(COUPLING, lambdas=replace(COUPLING.lambdas, lowrank=0.01), max_iter=60,
+                       grad_tol=1e-6, qk_rank=r, value_rank=3)
     key = jax.random.key(3)
-    res = fit_model("factored_lowrank-H2", cfg, (seqs, weights), (seqs[:8], weights[:8]),
+    res = fit_model("factored_lowrank-H2", settings, (seqs, weights), (seqs[:8], weights[:8]),
                     seqs[:0], key)
 
     def reference(p):
@@ -200,7 +207,7 @@ def test_lowrank_fit_lowers_its_objective_and_scores_its_couplings():
         penalty = 0.01 * np.sum(h**2) + 0.01 * (L - 1) * (Q - 1) / (2 * m_eff) * np.sum(J**2)
         return (total / m_eff + penalty) / L
 
-    model = coupling_model("factored_lowrank-H2", cfg, L)
+    model = coupling_model("factored_lowrank-H2", L, fields=True, qk_rank=r, value_rank=3)
     start = models.init_params(model, jax.random.split(key, 1)[0])
     fitted = {k: res.params[k] for k in ("query", "key", "value", "output", "h")}
     np.testing.assert_allclose(res.metrics["objective"], reference(fitted), rtol=1e-5)
@@ -272,29 +279,26 @@ def test_plmdca_recovers_a_planted_coupling():
 
 def test_model_names_and_parameter_counts():
     cfg = {"models": ["plmdca", "factored", "vanilla1"],
-           "attention": ["signed", "softmax", "lowrank"], "heads": [4, 1], "fields": True,
-           "lowrank": {"qk_rank": 3, "value_rank": 5, "lambda": 0.01}}
+           "attention": ["signed", "softmax", "lowrank"], "heads": [4, 1]}
     assert model_names(cfg) == ["plmdca", "factored-H1", "factored-H4", "factored_softmax-H1",
                                 "factored_softmax-H4", "factored_lowrank-H1",
                                 "factored_lowrank-H4", "vanilla1"]
-    model = coupling_model("factored_softmax-H4", cfg, 10)
+    sizes = {"fields": True, "qk_rank": 3, "value_rank": 5}  # the ranks: lowrank's alone
+    model = coupling_model("factored_softmax-H4", 10, **sizes)
     assert (model.heads, model.attention, model.n_params()) == (4, "softmax",
                                                                 4 * (90 + Q * Q) + 10 * Q)
-    lowrank = coupling_model("factored_lowrank-H4", cfg, 10)
+    lowrank = coupling_model("factored_lowrank-H4", 10, **sizes)
     assert (lowrank.heads, lowrank.attention, lowrank.qk_rank, lowrank.value_rank) == (
         4, "lowrank", 3, 5)
     # queries and keys (L x r), W_V (Q x d_v) and W_O (d_v x Q) per head, and the fields
     assert lowrank.n_params() == 4 * (2 * 10 * 3 + 2 * Q * 5) + 10 * Q
     stored = models.init_params(lowrank, jax.random.key(0))
     assert lowrank.n_params() == sum(x.size for x in stored.values())
-    assert coupling_model("plmdca", cfg, 10).n_params() == 45 * Q * Q + 10 * Q  # one block per pair
+    assert coupling_model("plmdca", 10, **sizes).n_params() == 45 * Q * Q + 10 * Q  # a block a pair
     with pytest.raises(ValueError, match="unknown protein model"):
-        coupling_model("factored-Hx", cfg, 10)
-
-
-TRANSFORMER = {"model_dim": 16, "mask_token": "channel", "batch_size": 64,
-               "learning_rate": 0.01, "eval_every": 40, "window": 3, "tol": 0.01,
-               "eval_sequences": 64, "jacobian_sequences": 4}
+        coupling_model("factored-Hx", 10, **sizes)
+    with pytest.raises(ValueError, match="needs its ranks"):
+        coupling_model("factored_lowrank-H4", 10, fields=True, qk_rank=None, value_rank=None)
 
 
 def _copied_site(M: int = 400) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -315,9 +319,8 @@ def test_transformer_learns_a_copied_site_and_stops_on_its_plateau(caplog):
     every evaluation."""
     seqs, test, validation = _copied_site()
     train = ~(test | validation)
-    cfg = {"models": ["vanilla1"], "transformer": {**TRANSFORMER, "steps": 20000}}
     with caplog.at_level(logging.INFO, logger="workflow_lib.proteins"):
-        res = fit_model("vanilla1", cfg, (seqs[train], np.ones(train.sum())),
+        res = fit_model("vanilla1", TRANSFORMER_FIT, (seqs[train], np.ones(train.sum())),
                         (seqs[validation], np.ones(80)), seqs[test], jax.random.key(0))
     steps = [r.getMessage().split()[1] for r in caplog.records if r.getMessage().startswith("step")]
     n = len(res.curve["step"])
@@ -336,7 +339,7 @@ def test_a_transformer_at_its_budget_is_not_converged():
     unconverged, the curve reaching the budget."""
     seqs, test, validation = _copied_site()
     train = ~(test | validation)
-    run = train_transformer("vanilla1", {**TRANSFORMER, "steps": 130},
+    run = train_transformer("vanilla1", replace(TRANSFORMER, steps=130),
                             (seqs[train], np.ones(train.sum())), (seqs[validation], np.ones(80)),
                             jax.random.key(0))
     assert not run.stopped and run.budget == 120
@@ -386,3 +389,40 @@ def test_held_out_split_drops_near_copies_and_weighs_each_part():
     # the held-out rows do not depend on the validation split
     other = held_out_split(seqs, 0.25, 0.8, 3, 0.1, 5)
     np.testing.assert_array_equal(other.test, split.test)
+
+
+def test_the_fit_settings_take_each_value_from_the_slice_of_its_rule():
+    """``settings.fit_settings`` builds the hyperparameters of every split and final fit from the
+    slice of ``proteins`` that the fit's rule passes (each value distinct here): a transformer's
+    from ``transformer``, every key of it; a coupling model's from the L-BFGS fit's keys, with
+    ``lowrank``'s ranks and lambda_e for that form alone."""
+    from workflow_lib.studies.proteins.registry import STUDY
+
+    transformer = {"model_dim": 8, "mask_token": "zero", "steps": 100, "batch_size": 9,
+                   "learning_rate": 0.5, "eval_every": 10, "window": 2, "tol": 0.6,
+                   "eval_sequences": 11, "jacobian_sequences": 12}
+    cfg = load_config({"proteins": {
+        "attention": ["signed", "lowrank"], "heads": [2], "fields": False, "restarts": 3,
+        "max_iter": 7, "grad_tol": 1e-3, "lambdas": {"fields": 0.1, "couplings": 0.2,
+                                                    "factored": 0.3},
+        "lowrank": {"qk_rank": 4, "value_rank": 5, "lambda": 0.4}, "transformer": transformer}})
+    lambdas = models.Lambdas(couplings=0.2, factored=0.3, fields=0.1, lowrank=None)
+    coupling = CouplingFit(fields=False, lambdas=lambdas, restarts=3, max_iter=7, grad_tol=1e-3,
+                           qk_rank=None, value_rank=None)
+    lowrank = replace(coupling, lambdas=replace(lambdas, lowrank=0.4), qk_rank=4, value_rank=5)
+    vanilla = TransformerFit(
+        training=TransformerSettings(model_dim=8, mask_token="zero", steps=100, batch_size=9,
+                                     learning_rate=0.5, eval_every=10, window=2, tol=0.6),
+        eval_sequences=11, jacobian_sequences=12)
+    expected = {"factored-H2": coupling, "factored_lowrank-H2": lowrank, "plmdca": coupling,
+                "vanilla1": vanilla, "vanilla3": vanilla}
+    assert model_names(cfg["proteins"]) == list(expected)
+    rules = {rule.name: rule for rule in STUDY.rules}
+    for name, settings in expected.items():
+        split = rules["protein_fit"].params(cfg, {"family": "FAM", "model": name, "r": "0"})
+        assert fit_settings(name, split["proteins"]) == settings
+    final = rules["protein_final_fit"].params(cfg, {"family": "FAM", "model": "factored"})
+    for name in ("factored-H2", "factored_lowrank-H2"):  # the configurations it may take
+        assert fit_settings(name, final["proteins"]) == expected[name]
+    assert set(transformer) == {f.name for f in fields(TransformerSettings)} | {
+        "eval_sequences", "jacobian_sequences"}

@@ -1,6 +1,6 @@
 """One experiment of the hidden-Markov-chain task (Tiberi et al. 2024, Fig. 2), end to end:
-the task from the config, its networks, the path-attended inputs of every network, the theory's
-width sweep and the GP lines.
+its networks, the path-attended inputs of every network, the theory's width sweep and the GP
+lines (the task: ``tasks.MarkovTask``).
 
 A network is a tuple of layers, each a tuple of head names; ``all`` is the experiment's network,
 the others are its GP-line sub-networks (``designs.EXPERIMENTS``).
@@ -15,25 +15,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from workflow_lib.attention import designs, model, tasks, theory
+from workflow_lib.attention import designs, model, theory
 
 log = logging.getLogger("workflow_lib.attention")
 
 Network = tuple[tuple[str, ...], ...]
-
-
-def task_from_config(cfg: Mapping, experiment: str) -> tasks.MarkovTask:
-    """The task of ``experiment`` from the ``paths`` config (σ⊥ is per experiment)."""
-    return tasks.MarkovTask(
-        tokens=cfg["tokens"],
-        features=cfg["features"],
-        p_plus=cfg["p_stay_plus"],
-        p_minus=cfg["p_stay_minus"],
-        in_plane=cfg["noise_in_plane"],
-        sigma_perp=cfg["sigma_perp"][experiment],
-        beta=cfg["attention_beta"],
-        perturbation=cfg["random_head_perturbation"],
-    )
 
 
 def networks(experiment: str) -> dict[str, Network]:
@@ -66,15 +52,18 @@ def network_features(
 
 def width_sweep(
     phi: jax.Array, y: jax.Array, phi_test: jax.Array, y_test: jax.Array,
-    heads: tuple[int, ...], widths: Sequence[int], T: float, sigma2: float, solver: Mapping,
+    heads: tuple[int, ...], widths: Sequence[int], T: float, sigma2: float, max_iter: int,
+    gtol: float,
 ) -> tuple[list[theory.Solution], np.ndarray]:
-    """The minimum of the action at every width (ascending) and its test accuracy ``(n,)``;
-    logs each solve and warns where it is not a clean minimum (gradient, Hessian)."""
+    """The minimum of the action at every width of ``widths`` (ascending) and its test accuracy
+    ``(n,)``: the path-attended inputs ``phi: (P, N0, Pi)`` with labels ``y: (P,)`` (test:
+    ``phi_test: (Pt, N0, Pi)``, ``y_test: (Pt,)``), ``heads`` per layer, temperature ``T``, prior
+    variance ``sigma2``, each minimum by L-BFGS to at most ``max_iter`` iterations and the
+    gradient tolerance ``gtol`` (``theory.minimise_action``); logs each solve and warns where it
+    is not a clean minimum (gradient, Hessian)."""
     sols = []
     for i, N in enumerate(widths):
-        sol = theory.minimise_action(
-            phi, y, heads, N, T, sigma2, solver["max_iter"], solver["gtol"]
-        )
+        sol = theory.minimise_action(phi, y, heads, N, T, sigma2, max_iter, gtol)
         sols.append(sol)
         log.info("N=%d (%d/%d): %d L-BFGS steps, %.1f s, max|grad| %.1e, min Hessian eig %.2e",
                  N, i + 1, len(widths), sol.iterations, sol.seconds, sol.grad_max,

@@ -4,11 +4,12 @@ scores, its validation loss (on which the study chooses) and its held-out masked
 Model names: ``run_names.model_names``. Scores: APC-corrected Frobenius norms of
 the couplings (``contacts.contact_scores``) for the coupling models, the APC-corrected
 symmetrised attention map of the masked token (``contacts.attention_scores``) over
-``transformer.eval_sequences`` training sequences for the transformers, and beside it their
-categorical-Jacobian scores (``jacobian``) over ``transformer.jacobian_sequences`` of them.
+``eval_sequences`` training sequences for the transformers, and beside it their
+categorical-Jacobian scores (``jacobian``) over ``jacobian_sequences`` of them.
 Losses are in nats per site, every site masked in turn. The transformers train to their stop
 criterion on the validation sequences (``transformer.train_transformer``) and keep the
-parameters of their lowest validation loss.
+parameters of their lowest validation loss. The hyperparameters of a fit: ``CouplingFit`` or
+``TransformerFit``, which the stages build from their slice of the ``proteins`` config section.
 
 A final fit (``fit_final``) fits one model on every sequence, without validation or held-out
 ones: the configuration its split fits chose, a transformer for the steps at which they
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import jax
 import jax.numpy as jnp
@@ -29,24 +30,63 @@ from workflow_lib.mlm.models import flatten_params
 from workflow_lib.proteins import contacts, factored_form, models
 from workflow_lib.proteins.jacobian import jacobian_scores, transformer_jacobian
 from workflow_lib.proteins.run_names import TRANSFORMERS
-from workflow_lib.proteins.transformer import evaluate_transformer, train_transformer
+from workflow_lib.proteins.transformer import (
+    TransformerSettings,
+    evaluate_transformer,
+    train_transformer,
+)
 
 log = logging.getLogger("workflow_lib.proteins")
 
 
-def coupling_model(name: str, cfg: dict, L: int) -> models.CouplingModel:
+@dataclass(frozen=True)
+class CouplingFit:
+    """The hyperparameters of a coupling model's fit (config ``proteins``): ``fields``, whether
+    it has fields ``h_i(a)``; ``lambdas``, the penalty strengths (``models.Lambdas``);
+    ``restarts``, ``max_iter`` and ``grad_tol``, its L-BFGS fit's (``models.fit``); ``qk_rank``
+    and ``value_rank``, the ranks of ``lowrank`` (``proteins.lowrank``; None for the other
+    forms)."""
+
+    fields: bool
+    lambdas: models.Lambdas
+    restarts: int
+    max_iter: int
+    grad_tol: float
+    qk_rank: int | None
+    value_rank: int | None
+
+
+@dataclass(frozen=True)
+class TransformerFit:
+    """The hyperparameters of a transformer's fit (config ``proteins.transformer``):
+    ``training``, its training (``transformer.TransformerSettings``); ``eval_sequences``, the
+    training sequences that its attention map and training loss average (``evaluation_rows``);
+    ``jacobian_sequences``, the first of those that its categorical Jacobian averages."""
+
+    training: TransformerSettings
+    eval_sequences: int
+    jacobian_sequences: int
+
+
+def coupling_model(name: str, L: int, *, fields: bool, qk_rank: int | None,
+                   value_rank: int | None) -> models.CouplingModel:  # fmt: skip
     """The ``CouplingModel`` of run ``name`` (``factored[_softmax|_lowrank]-H<h>`` or
-    ``plmdca``; ``lowrank`` takes its ranks from ``cfg["lowrank"]``)."""
+    ``plmdca``) of sequences of length ``L``, with fields ``h_i(a)`` when ``fields``; ``lowrank``
+    with query and key rank ``qk_rank`` and value rank ``value_rank`` (which the other forms do
+    not read)."""
     if name == "plmdca":
-        return models.CouplingModel("plmdca", L, fields=cfg["fields"])
+        return models.CouplingModel("plmdca", L, fields=fields)
     form = factored_form(name)
     if form is None:
         raise ValueError(f"unknown protein model {name!r}")
     attention, heads = form
-    ranks = ({"qk_rank": cfg["lowrank"]["qk_rank"], "value_rank": cfg["lowrank"]["value_rank"]}
-             if attention == "lowrank" else {})
-    return models.CouplingModel("factored", L, heads=heads, attention=attention,
-                                fields=cfg["fields"], **ranks)
+    if attention != "lowrank":
+        return models.CouplingModel("factored", L, heads=heads, attention=attention,
+                                    fields=fields)
+    if qk_rank is None or value_rank is None:
+        raise ValueError(f"{name} needs its ranks (proteins.lowrank), got {qk_rank}, {value_rank}")
+    return models.CouplingModel("factored", L, heads=heads, attention=attention, fields=fields,
+                                qk_rank=qk_rank, value_rank=value_rank)
 
 
 def evaluation_rows(M: int, n: int) -> np.ndarray:
@@ -78,25 +118,26 @@ class ModelResult:
     curve: dict[str, np.ndarray] = field(default_factory=dict)
 
 
-def fit_model(name: str, cfg: dict, train: tuple[np.ndarray, np.ndarray],
-              validation: tuple[np.ndarray, np.ndarray], test: np.ndarray,
-              key: jax.Array) -> ModelResult:  # fmt: skip
-    """Fit run ``name`` under the ``proteins`` config ``cfg`` on ``train = (seqs (M, L),
-    weights (M,))``, score it on ``validation = (seqs (M_val, L), weights (M_val,))`` (a
-    transformer's stop criterion) and evaluate every sequence of ``test: (M_test, L)`` (none
-    when ``M_test`` is 0: ``test_losses`` empty)."""
+def fit_model(name: str, settings: CouplingFit | TransformerFit,
+              train: tuple[np.ndarray, np.ndarray], validation: tuple[np.ndarray, np.ndarray],
+              test: np.ndarray, key: jax.Array) -> ModelResult:  # fmt: skip
+    """Fit run ``name`` with the hyperparameters ``settings`` (a transformer's
+    ``TransformerFit``, a coupling model's ``CouplingFit``) on ``train = (seqs (M, L), weights
+    (M,))`` from ``key`` (its starts, or its initial parameters and steps), score it on
+    ``validation = (seqs (M_val, L), weights (M_val,))`` (a transformer's stop criterion) and
+    evaluate every sequence of ``test: (M_test, L)`` (none when ``M_test`` is 0: ``test_losses``
+    empty)."""
     start = time.perf_counter()
     train_seqs, train_w = train
     if name in TRANSFORMERS:
-        run = train_transformer(name, cfg["transformer"], train, validation, key)
+        run = train_transformer(name, settings.training, train, validation, key)
         spec, params = run.spec, run.params
         test_losses = (evaluate_transformer(spec, params, test)[0] if len(test)
                        else np.zeros(0))
-        rows = evaluation_rows(len(train_seqs), cfg["transformer"]["eval_sequences"])
+        rows = evaluation_rows(len(train_seqs), settings.eval_sequences)
         train_losses, att = evaluate_transformer(spec, params, train_seqs[rows])
         jacobian_start = time.perf_counter()
-        jac = transformer_jacobian(
-            spec, params, train_seqs[rows[:cfg["transformer"]["jacobian_sequences"]]])
+        jac = transformer_jacobian(spec, params, train_seqs[rows[:settings.jacobian_sequences]])
         return ModelResult(
             contacts.attention_scores(att), test_losses,
             float(models.weighted_mean(train_losses, train_w[rows])),
@@ -112,15 +153,13 @@ def fit_model(name: str, cfg: dict, train: tuple[np.ndarray, np.ndarray],
             {"step": run.step, "train_loss": run.train_loss,
              "validation_loss": run.validation_loss},
         )
-    model = coupling_model(name, cfg, train_seqs.shape[1])
-    lambdas = cfg["lambdas"]
-    if model.attention == "lowrank":  # GREMLIN's lambda_e
-        lambdas = {**lambdas, "lowrank": cfg["lowrank"]["lambda"]}
-    result = models.fit(model, train_seqs, train_w, lambdas, key, int(cfg["restarts"]),
-                        int(cfg["max_iter"]), float(cfg["grad_tol"]))  # fmt: skip
+    model = coupling_model(name, train_seqs.shape[1], fields=settings.fields,
+                           qk_rank=settings.qk_rank, value_rank=settings.value_rank)
+    result = models.fit(model, train_seqs, train_w, settings.lambdas, key, settings.restarts,
+                        settings.max_iter, settings.grad_tol)  # fmt: skip
     if not result.converged:
         log.warning("%s NOT CONVERGED: %s (max |gradient| %.1e > %.1e)", name, result.stop_reason,
-                    result.grad_norm, cfg["grad_tol"])  # fmt: skip
+                    result.grad_norm, settings.grad_tol)  # fmt: skip
     J = np.asarray(models.couplings(model, result.params), np.float64)
     losses = jax.jit(lambda p, x: models.site_losses(model, p, x))
     params = flatten_params(result.params)
@@ -144,26 +183,29 @@ def fit_model(name: str, cfg: dict, train: tuple[np.ndarray, np.ndarray],
     )
 
 
-def fit_final(name: str, cfg: dict, data: tuple[np.ndarray, np.ndarray], key: jax.Array,
+def fit_final(name: str, settings: CouplingFit | TransformerFit,
+              data: tuple[np.ndarray, np.ndarray], key: jax.Array,
               steps: int | None = None) -> ModelResult:  # fmt: skip
-    """Fit run ``name`` on every sequence of ``data = (seqs (M, L), weights (M,))``, with no
-    validation or held-out sequence: a coupling model as ``fit_model`` fits it; a transformer
-    (``steps`` required) for exactly ``steps`` Adam steps, in one compiled call with its one
-    evaluation at the end (``eval_every = steps``, on the training sequences its attention map
-    averages, ``evaluation_rows``), so that it keeps its last parameters. The
-    result's ``validation_loss`` is NaN and its ``test_losses`` empty; a transformer's
-    ``converged`` says it ran its ``steps``."""
+    """Fit run ``name`` with the hyperparameters ``settings`` (as ``fit_model``) on every
+    sequence of ``data = (seqs (M, L), weights (M,))`` from ``key``, with no validation or
+    held-out sequence: a coupling model as ``fit_model`` fits it; a transformer (``steps``
+    required) for exactly ``steps`` Adam steps (``settings.training``'s ``steps``,
+    ``eval_every`` and ``window`` replaced), in one compiled call with its one evaluation at the
+    end (``eval_every = steps``, on the training sequences its attention map averages,
+    ``evaluation_rows``), so that it keeps its last parameters. The result's ``validation_loss``
+    is NaN and its ``test_losses`` empty; a transformer's ``converged`` says it ran its
+    ``steps``."""
     seqs, weights = data
     validation = data
     if name in TRANSFORMERS:
         if steps is None or steps < 1:
             raise ValueError(f"the final fit of {name} needs its steps, got {steps}")
-        cfg = {**cfg, "transformer": {**cfg["transformer"], "steps": int(steps),
-                                      "eval_every": int(steps), "window": 1}}
+        settings = replace(settings, training=replace(
+            settings.training, steps=int(steps), eval_every=int(steps), window=1))
         # evaluated once, at the end: its loss is reported
-        rows = evaluation_rows(len(seqs), cfg["transformer"]["eval_sequences"])
+        rows = evaluation_rows(len(seqs), settings.eval_sequences)
         validation = (seqs[rows], weights[rows])
-    res = fit_model(name, cfg, data, validation, seqs[:0], key)
+    res = fit_model(name, settings, data, validation, seqs[:0], key)
     metrics = dict(res.metrics)
     if name in TRANSFORMERS:
         metrics |= {"converged": metrics["steps"] == steps,

@@ -33,6 +33,7 @@ through its heads or through its couplings, whichever runs faster (``site_logits
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable
@@ -219,22 +220,39 @@ def weighted_loss(model: CouplingModel, params: Params, seqs: Array, weights: Ar
     return weighted_mean(site_losses(model, params, seqs), weights)
 
 
-def penalty(model: CouplingModel, params: Params, lambdas: dict[str, float],
+@dataclass(frozen=True)
+class Lambdas:
+    """The penalty strengths of the objective (module docstring; config ``proteins.lambdas`` and
+    ``proteins.lowrank.lambda``): ``couplings`` lambda_J (plmDCA), ``factored`` lambda_A (signed
+    and softmax factored attention), ``fields`` lambda_h, ``lowrank`` lambda_e (GREMLIN's, of
+    ``lowrank``; None for a fit of another form). A pytree of its numbers (``fit`` passes them to
+    the compiled objective as float64 scalars, its data; a None is no leaf)."""
+
+    couplings: float
+    factored: float
+    fields: float
+    lowrank: float | None
+
+
+jax.tree_util.register_dataclass(Lambdas, [f.name for f in dataclasses.fields(Lambdas)], [])
+
+
+def penalty(model: CouplingModel, params: Params, lambdas: Lambdas,
             m_eff: float | Array) -> Array:  # fmt: skip
     """``(lambda_h ||h||^2 + lambda_J ||J||^2) / L`` (``||J||^2`` over ``i != j``: twice that of
     the pairs ``i < j``; ``factored``: ``lambda_A (||A||^2 + ||V||^2) / L``; ``lowrank``: GREMLIN's
     ``lambda_e (L - 1) (Q - 1) / (2 M_eff) ||J||^2 / L`` on its couplings, ``m_eff`` the fitted
-    sequences' summed weight); ``lambdas``: ``fields``, ``couplings``, ``factored``, and
-    ``lowrank`` (``lambda_e``) for that form."""
+    sequences' summed weight); ``lambdas``: the strengths (``Lambdas``; the model's form reads
+    ``fields`` and the one of its coupling term)."""
     if model.kind == "factored" and model.attention == "lowrank":
-        scale = lambdas["lowrank"] * (model.L - 1) * (Q - 1) / (2.0 * m_eff)
+        scale = lambdas.lowrank * (model.L - 1) * (Q - 1) / (2.0 * m_eff)
         total = scale * jnp.sum(couplings(model, params) ** 2)
     elif model.kind == "factored":
-        total = lambdas["factored"] * (jnp.sum(params["A"] ** 2) + jnp.sum(params["V"] ** 2))
+        total = lambdas.factored * (jnp.sum(params["A"] ** 2) + jnp.sum(params["V"] ** 2))
     else:
-        total = 2.0 * lambdas["couplings"] * jnp.sum(params["J"] ** 2)
+        total = 2.0 * lambdas.couplings * jnp.sum(params["J"] ** 2)
     if model.fields:
-        total = total + lambdas["fields"] * jnp.sum(params["h"] ** 2)
+        total = total + lambdas.fields * jnp.sum(params["h"] ** 2)
     return total / model.L
 
 
@@ -254,17 +272,19 @@ class Fit:
     seconds: float
 
 
-def fit(model: CouplingModel, seqs: np.ndarray, weights: np.ndarray, lambdas: dict[str, float],
+def fit(model: CouplingModel, seqs: np.ndarray, weights: np.ndarray, lambdas: Lambdas,
         key: Array, restarts: int, max_iter: int, grad_tol: float) -> Fit:  # fmt: skip
-    """Minimise the weighted pseudo-likelihood objective (module docstring) on ``seqs: (M, L)``
-    with ``weights: (M,)`` by L-BFGS from ``restarts`` random starts (``plmdca``: one zero start,
-    the problem is convex, and ``PLMDCA_MEMORY`` correction pairs); the converged start with the
-    lowest objective is kept (the lowest of all when none converged)."""
+    """Minimise the weighted pseudo-likelihood objective (module docstring) with the penalty
+    strengths ``lambdas`` on ``seqs: (M, L)`` with ``weights: (M,)`` by L-BFGS, at most
+    ``max_iter`` iterations to the gradient criterion ``grad_tol``, from ``restarts`` random
+    starts drawn from ``key`` (``plmdca``: one zero start, the problem is convex, and
+    ``PLMDCA_MEMORY`` correction pairs); the converged start with the lowest objective is kept
+    (the lowest of all when none converged)."""
     start = time.perf_counter()
     n_starts = restarts if model.kind == "factored" else 1
     starts = [init_params(model, k) for k in jax.random.split(key, n_starts)]
     data = (jnp.asarray(seqs, jnp.int32), jnp.asarray(weights, jnp.float64),
-            {k: jnp.float64(v) for k, v in lambdas.items()})
+            jax.tree.map(jnp.float64, lambdas))
     memory = MEMORY if model.kind == "factored" else PLMDCA_MEMORY
     runs = minimize(_objective(model), starts, data, max_iter, grad_tol, memory=memory)
     ok = [r.converged(grad_tol) for r in runs]
@@ -281,7 +301,7 @@ def _objective(model: CouplingModel) -> Callable[[Params, tuple], Array]:
     weights, lambdas))`` (one function per model, so its L-BFGS program compiles once per data
     shape)."""
 
-    def objective(params: Params, data: tuple[Array, Array, dict[str, Array]]) -> Array:
+    def objective(params: Params, data: tuple[Array, Array, Lambdas]) -> Array:
         seqs, weights, lambdas = data
         return (weighted_loss(model, params, seqs, weights)
                 + penalty(model, params, lambdas, jnp.sum(weights)))

@@ -102,23 +102,41 @@ def masked_site_losses(spec: ArchSpec, params: Params, x: Array) -> tuple[Array,
     return -jnp.mean(jnp.take_along_axis(logp, x[..., None], axis=-1)[..., 0], axis=-1), att
 
 
-def train_transformer(arch: str, cfg: dict, train: tuple[np.ndarray, np.ndarray],
-                      validation: tuple[np.ndarray, np.ndarray], key: Array) -> Training:
-    """Train ``arch`` (``vanilla1`` or ``vanilla3``) on ``train = (seqs (M, L), weights (M,))``
-    to the stop criterion on ``validation = (seqs (M_val, L), weights (M_val,))``.
+@dataclass(frozen=True)
+class TransformerSettings:
+    """The hyperparameters of a transformer's training (config ``proteins.transformer``):
+    ``model_dim``, its width; ``mask_token``, how the masked site is marked (``channel`` or
+    ``zero``: ``workflow_lib.mlm.models.ArchSpec``); ``steps``, the budget of Adam steps (rounded
+    down to a multiple of ``eval_every``); ``batch_size``, the sequences of each step;
+    ``learning_rate``, Adam's constant rate; ``eval_every``, the steps between validation
+    losses; ``window`` and ``tol``, the stop criterion's (``plateaued``)."""
 
-    ``cfg``: ``model_dim``, ``mask_token``, ``steps`` (the budget, rounded down to a multiple of
-    ``eval_every``), ``batch_size``, ``learning_rate``, ``eval_every``, ``window``, ``tol``.
+    model_dim: int
+    mask_token: str
+    steps: int
+    batch_size: int
+    learning_rate: float
+    eval_every: int
+    window: int
+    tol: float
+
+
+def train_transformer(arch: str, settings: TransformerSettings,
+                      train: tuple[np.ndarray, np.ndarray],
+                      validation: tuple[np.ndarray, np.ndarray], key: Array) -> Training:
+    """Train ``arch`` (``vanilla1`` or ``vanilla3``) with the hyperparameters ``settings`` on
+    ``train = (seqs (M, L), weights (M,))`` to the stop criterion on ``validation = (seqs
+    (M_val, L), weights (M_val,))``, from ``key`` (its initial parameters and its steps' draws).
     """
     seqs, weights = train
     L = seqs.shape[1]
-    spec = arch_spec(arch, L, Q, model_dim=cfg["model_dim"], mask_token=cfg["mask_token"])
-    every, batch = int(cfg["eval_every"]), int(cfg["batch_size"])
-    window, tol = int(cfg["window"]), float(cfg["tol"])
-    evaluations = int(cfg["steps"]) // every
+    spec = arch_spec(arch, L, Q, model_dim=settings.model_dim, mask_token=settings.mask_token)
+    every, batch = settings.eval_every, settings.batch_size
+    window, tol = settings.window, settings.tol
+    evaluations = settings.steps // every
     if evaluations < 1:
-        raise ValueError(f"transformer steps {cfg['steps']} below eval_every {every}")
-    opt = optax.adam(float(cfg["learning_rate"]))
+        raise ValueError(f"transformer steps {settings.steps} below eval_every {every}")
+    opt = optax.adam(settings.learning_rate)
     data = (jnp.asarray(seqs, jnp.int32), jnp.asarray(weights / np.sum(weights), jnp.float32),
             *padded_chunks(*validation, VALIDATION_CHUNK))
 

@@ -26,14 +26,21 @@ log = logging.getLogger("workflow_lib.attention")
 def paths_features(job: Job) -> None:
     """Data, heads and path-attended inputs of one experiment and realisation.
 
-    The key ``stage_key(seed, 'paths_features', r)`` splits into training data, test data and
-    random heads; it does not depend on the experiment, so both experiments see the same chains,
-    noise draws and heads (only σ⊥ differs). Datasets: ``y_train: (P,)``, ``y_test: (Pt,)``,
+    The task (``tasks.MarkovTask``) is the ``paths`` section's, with the experiment's σ⊥. The
+    key ``stage_key(seed, 'paths_features', r)`` splits into training data, test data and random
+    heads; it does not depend on the experiment, so both experiments see the same chains, noise
+    draws and heads (only σ⊥ differs). Datasets: ``y_train: (P,)``, ``y_test: (Pt,)``,
     ``heads/{name}: (N0, N0)``, ``phi_train/{net}: (P, N0, Pi)``, ``phi_test/{net}: (Pt, N0, Pi)``
     for ``net`` in ``all`` and the GP-line sub-networks.
     """
     p, cfg, experiment = job.params, job.params["paths"], job.params["experiment"]
-    task, nets = ex.task_from_config(cfg, experiment), ex.networks(experiment)
+    task = tasks.MarkovTask(
+        tokens=cfg["tokens"], features=cfg["features"], p_plus=cfg["p_stay_plus"],
+        p_minus=cfg["p_stay_minus"], in_plane=cfg["noise_in_plane"],
+        sigma_perp=cfg["sigma_perp"][experiment], beta=cfg["attention_beta"],
+        perturbation=cfg["random_head_perturbation"],
+    )
+    nets = ex.networks(experiment)
     k_train, k_test, k_heads = jax.random.split(
         stage_key(p["seed"], "paths_features", p["realisation"]), 3
     )
@@ -85,7 +92,7 @@ def paths_theory(job: Job) -> None:
     phi, y, y_test = d["phi_train/all"], d["y_train"], d["y_test"]
     widths = sorted(cfg["widths"])
     sols, acc = ex.width_sweep(phi, y, d["phi_test/all"], y_test, heads, widths, T, s2,
-                               cfg["solver"])
+                               cfg["solver"]["max_iter"], cfg["solver"]["gtol"])
     phis = {net: (d[f"phi_train/{net}"], d[f"phi_test/{net}"]) for net in nets}
     gp_acc = ex.gp_accuracies(phis, nets, y, y_test, T, s2)
     log.info("accuracy: FW %s; GP %s", dict(zip(widths, np.round(acc, 3), strict=True)),

@@ -31,6 +31,7 @@ from workflow_lib.proteins.splits import held_out_split
 from workflow_lib.proteins.weights import sequence_weights
 from workflow_lib.runtime.checkpoints import resumable
 from workflow_lib.studies.proteins.artefacts import PROTEIN_DATA, PROTEIN_FIT
+from workflow_lib.studies.proteins.settings import fit_settings
 
 log = logging.getLogger("workflow_lib.proteins")
 
@@ -153,7 +154,8 @@ def _focus_row(focus: Focus, seqs: np.ndarray, rows: np.ndarray, residues: np.nd
 @resumable
 def protein_fit(job: Job) -> None:
     """Fit one model on the fitted rows of one split, scored on its validation rows
-    (``fitting.fit_model``), resuming from the job's checkpoint
+    (``fitting.fit_model``, its hyperparameters from its slice of ``proteins``:
+    ``settings.fit_settings``), resuming from the job's checkpoint
     (``workflow_lib.runtime.checkpoints``).
 
     Datasets: ``scores: (L, L)`` contact scores (and a transformer's ``jacobian_scores: (L, L)``
@@ -171,7 +173,7 @@ def protein_fit(job: Job) -> None:
     seqs, w = art["seqs"].astype(np.int32), art["weights"][r]
     train, validation, test = (art[part][r] for part in ("train", "validation", "test"))
     key = jax.random.fold_in(stage_key(p["seed"], "protein_fit", r), zlib.crc32(model.encode()))
-    res = fit_model(model, p["proteins"], (seqs[train], w[train]),
+    res = fit_model(model, fit_settings(model, p["proteins"]), (seqs[train], w[train]),
                     (seqs[validation], w[validation]), seqs[test], key)
     heldout = weighted_mean(res.test_losses, w[test])
     scores = {"scores": res.scores}

@@ -20,6 +20,7 @@ from workflow_lib.proteins.fitting import fit_final
 from workflow_lib.proteins.run_names import TRANSFORMERS
 from workflow_lib.studies.proteins import tables
 from workflow_lib.studies.proteins.artefacts import PROTEIN_DATA, PROTEIN_FINAL_FIT, PROTEIN_FIT
+from workflow_lib.studies.proteins.settings import fit_settings
 
 log = logging.getLogger("workflow_lib.proteins")
 
@@ -60,7 +61,7 @@ def protein_final_fit(job: Job) -> None:
     seqs, weights = art["seqs"].astype(np.int32), art["alignment_weights"]
     key = jax.random.fold_in(stage_key(p["seed"], "protein_final_fit", 0),
                              zlib.crc32(model.encode()))
-    res = fit_final(name, p["proteins"], (seqs, weights), key, steps)
+    res = fit_final(name, fit_settings(name, p["proteins"]), (seqs, weights), key, steps)
     scores = {"scores": res.scores}
     if res.jacobian_scores is not None:
         scores["jacobian_scores"] = res.jacobian_scores
