@@ -305,7 +305,7 @@ def _merged_tables(holders: list[tuple[str, Path, dict[str, Any]]],
                    study: Study) -> dict[str, pd.DataFrame]:
     """``study``'s tables from its shards that hold them (not the failed ones): per-realisation
     tables concatenated in shard order, shared tables taken once (``ShardError`` unless alike in
-    every shard), then ``shards.finish_tables`` (realisation order, summaries)."""
+    every shard), then ``realisations.finish_tables`` (realisation order, summaries)."""
     folders = [(name, folder / "tables" / study.name) for name, folder, _ in holders
                if (folder / "tables" / study.name).is_dir()]  # a failed shard has none
     tables = {}

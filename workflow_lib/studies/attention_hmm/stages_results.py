@@ -14,7 +14,7 @@ from workflow_lib.studies.attention_hmm.registry import STUDY
 
 def paths_tables(job: Job) -> None:
     """Tidy CSV tables of every theory and samples artefact (``attention_hmm.tables``), in the
-    order of ``shards.finish_tables``."""
+    order of ``realisations.finish_tables``."""
     theories = [read_artefact(f, PATHS_THEORY) for f in job.input["theory"]]
     samples = [read_artefact(f, PATHS_SAMPLES) for f in job.input.get("samples", [])]
     for name, df in finish_tables(STUDY, tables.build(theories, samples)).items():

@@ -14,7 +14,7 @@ from workflow_lib.studies.proteins.registry import STUDY
 
 def protein_tables(job: Job) -> None:
     """Tidy CSV tables of every data and fit artefact (``proteins.tables``), in the order of
-    ``shards.finish_tables``."""
+    ``realisations.finish_tables``."""
     data = [read_artefact(f, PROTEIN_DATA, required=("columns", "test")) for f in job.input["data"]]
     fits = [read_artefact(f, PROTEIN_FIT, required=("scores",)) for f in job.input["fits"]]
     built = finish_tables(STUDY, tables.build(data, fits, job.params["contacts"],
