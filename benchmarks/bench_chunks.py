@@ -35,12 +35,13 @@ from record import Recorder, default_csv
 
 import workflow_lib  # noqa: F401  (float64 on)
 from workflow_lib.core.config import read_config_files
-from workflow_lib.mlm.architectures import interpolation_runs, parse_arch, restarts
+from workflow_lib.mlm.architectures import interpolation_runs, parse_arch
 from workflow_lib.mlm.compiled import CompiledRuns
 from workflow_lib.mlm.options import TrainingOptions
 from workflow_lib.mlm.plan import make_plan
 from workflow_lib.mlm.train import Problem, train_many
 from workflow_lib.potts.model import random_colour_couplings, random_couplings
+from workflow_lib.studies.potts_paper.registry import family_option
 from workflow_lib.studies.potts_paper.stages_fits import training_options
 
 REPO = Path(__file__).resolve().parents[1]
@@ -82,7 +83,7 @@ def main() -> None:
     t, p, s = cfg["training"], cfg["potts"], cfg["sampling"]
     epochs = args.epochs or t["eval_every"]
     logging.getLogger("workflow_lib.mlm").setLevel(logging.ERROR)  # short runs: not converged
-    levels = interpolation_runs(t)
+    levels = interpolation_runs(t["interpolation_a"])
     level = levels[len(levels) // 2]  # stands for all
     archs = [*t["architectures"], level]
     jobs = {arch: 1 for arch in t["architectures"]} | {level: len(levels)}
@@ -102,9 +103,10 @@ def main() -> None:
                            CompiledRuns())[0].metrics
             minutes = (m["compile_seconds"] + t["epochs"] * steps / m["steps_per_second"]) / k / 60
             best[arch] = min(best.get(arch, np.inf), minutes)
-            print(f"{arch:<14}{restarts(t, family):>9}{k:>7}"
+            n = family_option(t, family, "restarts")
+            print(f"{arch:<14}{n:>9}{k:>7}"
                   f"{m['compile_seconds']:>11.1f}{m['steps_per_second']:>9.1f}{minutes:>17.2f}")
-            rec.add(table="per realisation", arch=arch, restarts=restarts(t, family), chunk=k,
+            rec.add(table="per realisation", arch=arch, restarts=n, chunk=k,
                     compile_s=round(m["compile_seconds"], 2),
                     steps_per_s=round(m["steps_per_second"], 2),
                     projected_min_per_realisation=round(minutes, 3))

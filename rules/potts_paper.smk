@@ -12,7 +12,7 @@ from workflow_lib.mlm.architectures import (
 POTTS = STUDY["potts_paper"]
 POTTS_STAGES = "workflow_lib.studies.potts_paper"
 REALISATIONS = realisations(CFG, POTTS)  # every one, or those of the run's shard
-ARCHS = CFG["training"]["architectures"] + interpolation_runs(CFG["training"])
+ARCHS = CFG["training"]["architectures"] + interpolation_runs(CFG["training"]["interpolation_a"])
 TARGETS["potts_paper"] = [*figures("potts_paper"), f"{RESULTS}/{POTTS.claims}"]
 # Among the jobs ready to run, Snakemake starts those of higher priority first: the run's critical
 # path, the data every model waits for (couplings, samples), then training, its longest jobs

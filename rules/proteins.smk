@@ -16,7 +16,7 @@ PROT = CFG["proteins"]
 PROT_DIR = f"{RESULTS}/proteins"
 PROT_CONTACTS = f"{PROT_DIR}/contacts"
 PROT_FAMILIES = [each["name"] for each in PROT["families"]]
-PROT_MODELS = model_names(PROT)
+PROT_MODELS = model_names(PROT["models"], PROT["attention"], PROT["heads"])
 # a family's contact lists, one per final fit and score (a transformer's Jacobian scores too)
 PROT_LISTS = [name for model in PROT["models"] for name in score_names(model)]
 PROT_CONTACT_FILES = [*(f"{name}.tsv" for name in PROT_LISTS), "summary.csv", "contact_map.png",
@@ -95,7 +95,8 @@ rule protein_final_fit:
         data=rules.protein_data.output.data,
         splits=lambda wildcards: expand(
             f"{PROT_DIR}/{wildcards.family}/r{{r}}/{{run}}.h5",
-            r=realisations(CFG, PROTEINS), run=chosen_from(PROT, wildcards.model)),
+            r=realisations(CFG, PROTEINS), run=chosen_from(wildcards.model, PROT["attention"],
+                                                          PROT["heads"])),
     output:
         fit=f"{PROT_DIR}/{{family}}/final/{{model}}.h5",
     log:

@@ -278,11 +278,11 @@ def test_plmdca_recovers_a_planted_coupling():
 
 
 def test_model_names_and_parameter_counts():
-    cfg = {"models": ["plmdca", "factored", "vanilla1"],
-           "attention": ["signed", "softmax", "lowrank"], "heads": [4, 1]}
-    assert model_names(cfg) == ["plmdca", "factored-H1", "factored-H4", "factored_softmax-H1",
-                                "factored_softmax-H4", "factored_lowrank-H1",
-                                "factored_lowrank-H4", "vanilla1"]
+    names = model_names(["plmdca", "factored", "vanilla1"], ["signed", "softmax", "lowrank"],
+                        [4, 1])
+    assert names == ["plmdca", "factored-H1", "factored-H4", "factored_softmax-H1",
+                     "factored_softmax-H4", "factored_lowrank-H1", "factored_lowrank-H4",
+                     "vanilla1"]
     sizes = {"fields": True, "qk_rank": 3, "value_rank": 5}  # the ranks: lowrank's alone
     model = coupling_model("factored_softmax-H4", 10, **sizes)
     assert (model.heads, model.attention, model.n_params()) == (4, "softmax",
@@ -416,7 +416,8 @@ def test_the_fit_settings_take_each_value_from_the_slice_of_its_rule():
         eval_sequences=11, jacobian_sequences=12)
     expected = {"factored-H2": coupling, "factored_lowrank-H2": lowrank, "plmdca": coupling,
                 "vanilla1": vanilla, "vanilla3": vanilla}
-    assert model_names(cfg["proteins"]) == list(expected)
+    prot = cfg["proteins"]
+    assert model_names(prot["models"], prot["attention"], prot["heads"]) == list(expected)
     rules = {rule.name: rule for rule in STUDY.rules}
     for name, settings in expected.items():
         split = rules["protein_fit"].params(cfg, {"family": "FAM", "model": name, "r": "0"})

@@ -4,6 +4,8 @@ Fig. 2b's panels and the pseudo-likelihood fits (the schema's enum of ``plm.kind
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from workflow_lib.core.config import load_schema
 
 _TRAINING = load_schema()["properties"]["training"]["properties"]
@@ -25,11 +27,11 @@ def interpolated(a: float) -> str:
     return f"{INTERPOLATED}{a:g}"
 
 
-def interpolation_runs(training: dict) -> list[str]:
-    """The interpolated layer's training runs under the ``training`` config: one per level of
-    ``interpolation_a`` but a = 0, where the layer is factored attention (Rende et al., eq. 2 at
+def interpolation_runs(levels: Sequence[float]) -> list[str]:
+    """The interpolated layer's training runs at mixing ``levels`` (``training.interpolation_a``):
+    one per level but a = 0, where the layer is factored attention (Rende et al., eq. 2 at
     a = 0) and Fig. 2d's point is the factored fit (``tables.interpolation_curve``)."""
-    return [interpolated(a) for a in training["interpolation_a"] if a > 0]
+    return [interpolated(a) for a in levels if a > 0]
 
 
 def parse_arch(name: str) -> tuple[str, float | None]:
@@ -37,17 +39,6 @@ def parse_arch(name: str) -> tuple[str, float | None]:
     if name.startswith(INTERPOLATED):
         return "interpolated", float(name[len(INTERPOLATED):])
     return name, None
-
-
-def family_option(training: dict, family: str, name: str) -> int:
-    """Option ``name`` of model family ``family`` (``parse_arch``) under the ``training``
-    config: its override ``arch_<name>[family]``, else ``name``."""
-    return training[f"arch_{name}"].get(family, training[name])
-
-
-def restarts(training: dict, family: str) -> int:
-    """The restarts of model family ``family``: ``arch_restarts[family]``, else ``restarts``."""
-    return family_option(training, family, "restarts")
 
 
 def wildcard_pattern() -> str:

@@ -5,30 +5,33 @@ JAX here): ``factored-H<h>``, ``factored_softmax-H<h>`` and ``factored_lowrank-H
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from workflow_lib.proteins import FACTORED_PREFIXES
 from workflow_lib.proteins.contacts import JACOBIAN_SUFFIX
 
 TRANSFORMERS = ("vanilla1", "vanilla3")
 
 
-def model_names(cfg: dict) -> list[str]:
-    """The run names of a ``proteins`` config section, in its ``models`` order."""
+def model_names(models: Sequence[str], attention: Sequence[str], heads: Sequence[int]) -> list[str]:
+    """The run names of ``models`` (``proteins.models``), in their order, a factored model's for
+    every ``attention`` (``proteins.attention``) and number of ``heads`` (``proteins.heads``)."""
     names = []
-    for kind in cfg["models"]:
+    for kind in models:
         if kind == "factored":
-            for attention in cfg["attention"]:
-                names += [f"{FACTORED_PREFIXES[attention]}-H{h}" for h in sorted(cfg["heads"])]
+            for form in attention:
+                names += [f"{FACTORED_PREFIXES[form]}-H{h}" for h in sorted(heads)]
         else:
             names.append(kind)
     return names
 
 
-def chosen_from(cfg: dict, model: str) -> list[str]:
+def chosen_from(model: str, attention: Sequence[str], heads: Sequence[int]) -> list[str]:
     """The run names of the split fits whose choices the final fit of ``model`` (an entry of
     ``proteins.models``) takes: every factored configuration (the one chosen on the most splits
     is fitted), a transformer's own fits (the steps at which they stopped), none for plmDCA."""
     if model == "factored":
-        return model_names({**cfg, "models": ["factored"]})
+        return model_names(["factored"], attention, heads)
     return [model] if model in TRANSFORMERS else []
 
 

@@ -15,10 +15,16 @@ from workflow_lib.core.registry import (
     figure_rule,
     no_params,
 )
-from workflow_lib.mlm.architectures import FIG2B, family_option, parse_arch, restarts
+from workflow_lib.mlm.architectures import FIG2B, parse_arch
 
 PACKAGE = "workflow_lib.studies.potts_paper"
 DRAW = f"{PACKAGE}.figures"
+
+
+def family_option(training: dict, family: str, name: str) -> int:
+    """Option ``name`` of model family ``family`` (``parse_arch``) under the ``training``
+    config: its override ``arch_<name>[family]``, else ``name``."""
+    return training[f"arch_{name}"].get(family, training[name])
 
 
 def _realisation(cfg, wc, **slice_):
@@ -54,7 +60,7 @@ def _train_minutes(cfg, wc) -> float:
     family, _ = parse_arch(wc["arch"])
     deep = 8 if family.startswith("vanilla") else 1
     work = (family_option(t, family, "epochs") * cfg["sampling"]["n_train"] * p["L"] * p["C"]
-            * restarts(t, family) * deep)
+            * family_option(t, family, "restarts") * deep)
     return 15 + work * len(wc["realisations"]) * 2.5e-9
 
 

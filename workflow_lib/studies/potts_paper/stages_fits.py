@@ -11,7 +11,7 @@ from workflow_lib.core.artefacts import write_artefact
 from workflow_lib.core.config import schema_default
 from workflow_lib.core.keys import stage_key
 from workflow_lib.core.registry import Job
-from workflow_lib.mlm.architectures import family_option, parse_arch
+from workflow_lib.mlm.architectures import parse_arch
 from workflow_lib.mlm.options import TrainingOptions
 from workflow_lib.mlm.plm import PLMOptions, family, fit_plm
 from workflow_lib.mlm.sample_complexity import curve
@@ -19,6 +19,7 @@ from workflow_lib.mlm.train import Problem, train_many
 from workflow_lib.potts.artefact import load_samples
 from workflow_lib.runtime.checkpoints import resumable
 from workflow_lib.studies.potts_paper.artefacts import MLM_TRAIN, PLM_FIT, SAMPLE_COMPLEXITY
+from workflow_lib.studies.potts_paper.registry import family_option
 
 log = logging.getLogger("workflow_lib.stages")
 

@@ -16,8 +16,8 @@ log = logging.getLogger("workflow_lib.stages")
 
 def aggregate(job: Job) -> None:
     """Write the tidy tables of every stage's artefacts (CSV; ``potts_paper.tables``), in the
-    order of ``realisations.finish_tables``; one warning line per unconverged fit or mostly in-sample
-    test set."""
+    order of ``realisations.finish_tables``; one warning line per unconverged fit or mostly
+    in-sample test set."""
     built = finish_tables(STUDY, tables.build_tables(**job.input))
     for line in tables.warnings(built["training_final"], built["plm"], built["sample_complexity"]):
         log.warning("%s", line)
