@@ -79,11 +79,11 @@ def stage_params(name, stage, parts=None, **fixed):
     stage's error lines name), ``job`` (the ``--job`` JSON: input/output paths, config slice,
     threads, device, checkpoint file (``workflow_lib.runtime.checkpoints.job_spec``); for a
     ``per_realisation`` rule, a list of them, one per part of its job, ``parts``: the wildcards
-    each completes, its files those named ``<key>_<i>`` for part ``i``), ``code`` (the digest of the package files its
-    stage function imports, transitively, and for a figure job those of its panel's draw
-    function: a code edit re-runs exactly the jobs whose code reaches it) and ``config`` (the
-    digest of its config slice for the wildcards: a config edit re-runs exactly the jobs whose
-    slice it changes)."""
+    each completes, its files those named ``<key>_<i>`` for part ``i``), ``code`` (the digest of
+    the package files its stage function imports, transitively, and for a figure job those of its
+    panel's draw function: a code edit re-runs exactly the jobs whose code reaches it) and
+    ``config`` (the digest of its config slice for the wildcards: a config edit re-runs exactly
+    the jobs whose slice it changes)."""
     entry = REGISTRY[name]
     if STAGES.setdefault(name, stage) != stage:
         raise WorkflowError(f"rule {name} runs {STAGES[name]} and {stage}; one stage a rule")
@@ -137,11 +137,11 @@ def per_realisation(name, stage, realisations, output, log, input=None, each=Non
     each program traced once); a ``side_by_side`` rule's job runs it once for its chunk's
     realisations together (``realisations`` among its params; its files named ``<key>_r<r>``).
     ``input`` and ``output``: name -> path, ``{r}`` standing for the realisation and ``{w}`` for
-    wildcard ``w`` of ``each`` (any other ``{w}`` is a wildcard of Snakemake's); ``log``: the path of the
-    log and benchmark (under the logs and benchmarks folders, no extension), ``r{r}`` standing
-    for the chunk (``r3``, ``r0-2``); ``priority``: Snakemake's, among the jobs ready to run (a
-    number, or a function of the wildcards); ``constraints``: wildcard -> the pattern its values
-    match."""
+    wildcard ``w`` of ``each`` (any other ``{w}`` is a wildcard of Snakemake's); ``log``: the
+    path of the log and benchmark (under the logs and benchmarks folders, no extension),
+    ``r{r}`` standing for the chunk (``r3``, ``r0-2``); ``priority``: Snakemake's, among the jobs
+    ready to run (a number, or a function of the wildcards); ``constraints``: wildcard -> the
+    pattern its values match."""
     entry, each = REGISTRY[name], each or {}
     STAGES.setdefault(name, stage)  # a rule without realisations in this run is still named
     for chunk in chunks(realisations, chunk_size(entry, CFG)):

@@ -136,7 +136,8 @@ rule protein_contact_lists:
         f"{BENCHMARKS}/proteins/contacts/{{family}}.tsv"
     localrule: True
     params:
-        **stage_params("protein_contact_lists", f"{PROT_STAGES}.stages_contacts:protein_contact_lists"),
+        **stage_params("protein_contact_lists",
+                       f"{PROT_STAGES}.stages_contacts:protein_contact_lists"),
         caption=CONTACT_MAP_CAPTION,
     threads: threads("protein_contact_lists")
     resources:
