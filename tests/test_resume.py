@@ -16,13 +16,10 @@ import sys
 import time
 from pathlib import Path
 
-import h5py
-import numpy as np
 import pytest
 import yaml
 
-from tests.workflow_runs import TINY, copy_env, repo_copy
-from workflow_lib.core.workflow import stage_functions
+from tests.workflow_runs import TINY, assert_same_artefact, copy_env, repo_copy, stage_process
 
 pytestmark = pytest.mark.slow
 
@@ -40,7 +37,6 @@ OMNIGLOT_CONFIG = {**TINY, "results": "results", "checkpoint_every": 0,
                    "omniglot": {"enabled": True, "n_train": 20, "n_validation": 20, "n_test": 20,
                                 "network": {"width": 16, "head_dim": 8, "layers": 2, "heads": 2},
                                 "training": {"steps": 3000, "batch": 16, "log_every": 250}}}
-TIMINGS = ("created",)  # attributes that are no result, besides those ending in "seconds"
 
 
 def workflow(tmp_path: Path, cfg: dict) -> Path:
@@ -90,46 +86,6 @@ def stopped(wd: Path, target: str, rule: str, log: str, ready: str, checkpoint: 
                 proc.wait()
         out.seek(0)
         return rc, out.read()
-
-
-def stage_process(wd: Path, rule: str) -> int:
-    """The pid of the process that runs registered rule ``rule``'s stage (``python -m
-    workflow_lib stage FUNCTION``) in ``wd`` (Linux /proc)."""
-    stage = stage_functions()[rule]
-    for proc in Path("/proc").iterdir():
-        try:
-            argv = (proc / "cmdline").read_bytes().split(b"\0")
-            if argv[2:5] == [b"workflow_lib", b"stage", stage.encode()] \
-                    and Path(os.readlink(proc / "cwd")) == wd.resolve():
-                return int(proc.name)
-        except (OSError, ValueError):
-            continue
-    raise AssertionError(f"no process of stage {stage} (rule {rule}) in {wd}")
-
-
-def contents(path: Path) -> tuple[dict, dict]:
-    """An artefact's datasets and its attributes but the timings (``TIMINGS``, ``*seconds``)."""
-    with h5py.File(path) as f:
-        data = {}
-        f.visititems(lambda name, item: data.__setitem__(name, item[()])
-                     if isinstance(item, h5py.Dataset) else None)
-        attrs = {k: v for k, v in f.attrs.items()
-                 if k not in TIMINGS and not k.endswith("seconds")}
-    return data, attrs
-
-
-def assert_same_artefact(path: Path, reference: Path) -> None:
-    data, attrs = contents(path)
-    ref_data, ref_attrs = contents(reference)
-    assert data.keys() == ref_data.keys()
-    for name, value in ref_data.items():
-        assert data[name].dtype == value.dtype, name
-        assert np.array_equal(data[name], value, equal_nan=value.dtype.kind == "f"), name
-    assert attrs.keys() == ref_attrs.keys()
-    for name, value in ref_attrs.items():
-        same = (np.array_equal(attrs[name], value, equal_nan=True)
-                if np.asarray(value).dtype.kind == "f" else np.array_equal(attrs[name], value))
-        assert same, (name, attrs[name], value)
 
 
 def assert_resumes(wd: Path, target: str, stage: str, log: str, ready: str, checkpoint: str,

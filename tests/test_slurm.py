@@ -11,6 +11,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -18,7 +19,7 @@ import pytest
 import yaml
 
 from tests.slurm_cluster import ClusterError, slurm_unavailable, start_cluster
-from tests.workflow_runs import TINY, registered
+from tests.workflow_runs import TINY, assert_same_artefact, registered, stage_process
 from workflow_lib.core.config import load_config, merge
 from workflow_lib.core.errors import ConfigError
 from workflow_lib.core.studies import rules
@@ -294,18 +295,67 @@ def gpu_run(cluster, wd: Path) -> list[str]:
     return slurm_command(TARGETS[0], "--configfile", "tiny.yaml", "--retries", "0")
 
 
+MODEL = "results/omniglot/model.h5"
+MODEL_LOG = "results/logs/omniglot/model.log"
+MODEL_CHECKPOINT = "results/.checkpoints/omniglot/model.npz"
+TRAINING = {"checkpoint_every": 0,  # a checkpoint at every boundary (every few seconds)
+            "omniglot": {"n_train": 20, "n_validation": 20, "n_test": 20,
+                         "network": {"width": 16, "head_dim": 8, "layers": 2, "heads": 2},
+                         "training": {"steps": 1500, "batch": 16, "log_every": 250}}}
+
+
+def training_config() -> dict:
+    """Omniglot's training at a tiny network, some tens of seconds of steps in compiled calls of
+    a few seconds, each a checkpoint."""
+    return merge(tiny_config(), TRAINING)
+
+
+def time_limit_run(cluster, wd: Path) -> list[str]:
+    """Omniglot's training job with a time limit of 1 minute (SLURM's smallest) on every attempt,
+    resubmitted when it fails (the profile's ``retries``)."""
+    slurm_workflow(wd)
+    (wd / "tiny.yaml").write_text(yaml.safe_dump(training_config()))
+    return slurm_command(MODEL, "--configfile", "tiny.yaml",
+                         "--set-resources", "omniglot_train:runtime=1")
+
+
+def uninterrupted_run(cluster, wd: Path) -> list[str]:
+    """The same training job run through on this host, without SLURM: the reference artefact."""
+    slurm_workflow(wd)
+    (wd / "tiny.yaml").write_text(yaml.safe_dump(training_config()))
+    return [PY, "-m", "snakemake", MODEL, "--cores", "1", "--configfile", "tiny.yaml"]
+
+
+def outlive_time_limit(wd: Path, timeout: float) -> float:
+    """Once the training job in ``wd`` has written its first checkpoint, stop its stage process
+    (SIGSTOP), so that the job outlives its time limit however fast this host trains, without
+    using the CPU meanwhile. At the limit SLURM ends the job as it ends any job that runs past
+    it: SIGCONT and SIGTERM to its processes, SIGKILL after ``KillWait``. Returns the time
+    (monotonic) at which the process was stopped."""
+    deadline = time.monotonic() + timeout
+    while not (wd / MODEL_CHECKPOINT).exists():
+        assert time.monotonic() < deadline, f"no checkpoint {MODEL_CHECKPOINT} in {timeout:.0f} s"
+        time.sleep(0.05)
+    os.kill(stage_process(wd, "omniglot_train"), signal.SIGSTOP)
+    return time.monotonic()
+
+
 @pytest.fixture(scope="module")
 def cluster_runs(cluster, tmp_path_factory) -> dict[str, tuple[Path, int, str]]:
-    """The three workflows of the tests below submitted to the cluster at once, as users' runs
-    share one (the plugin's waits between status checks overlap): name -> (workdir, return
-    code, output)."""
-    prepare = {"sampling": sampling_run, "flaky": flaky_run, "gpu": gpu_run}
+    """The workflows of the tests below submitted to the cluster at once, as users' runs share
+    one (the plugin's waits between status checks overlap), with the time-limit run's reference
+    run beside them: name -> (workdir, return code, output)."""
+    prepare = {"sampling": sampling_run, "flaky": flaky_run, "gpu": gpu_run,
+               "time_limit": time_limit_run, "uninterrupted": uninterrupted_run}
     workdirs = {name: tmp_path_factory.mktemp(name) / "wf" for name in prepare}
     env = snakemake_env(cluster.env)
-    with ThreadPoolExecutor(len(prepare)) as pool:
+    with ThreadPoolExecutor(len(prepare) + 1) as pool:
         done = {name: pool.submit(run, prepare[name](cluster, wd), wd, env, RUN_TIMEOUT)
                 for name, wd in workdirs.items()}
-    return {name: (workdirs[name], *future.result()) for name, future in done.items()}
+        stopped = pool.submit(outlive_time_limit, workdirs["time_limit"], RUN_TIMEOUT)
+        runs = {name: (workdirs[name], *future.result()) for name, future in done.items()}
+    runs["time_limit"] += (stopped.result(),)
+    return runs
 
 
 @pytest.mark.slurm
@@ -388,3 +438,28 @@ def test_gpu_jobs_ask_through_the_plugins_resources(cluster, cluster_runs):
     assert f"--gpus={GPU_MODEL}:1" in sample[0] and "--gres" not in sample[0], sample
     assert f"--cpus-per-task={threads}" in sample[0] or f"--cpus-per-gpu={threads}" in sample[0]
     assert "Invalid generic resource (gres) specification" in out, out[-5000:]
+
+
+@pytest.mark.slurm
+@pytest.mark.slow
+def test_a_job_past_its_time_limit_is_resubmitted_and_resumes(cluster, cluster_runs):
+    """A training job that runs past its SLURM time limit is ended by SLURM (TIMEOUT), keeps its
+    checkpoint, is resubmitted (the profile's ``retries``), resumes from the checkpoint and
+    writes the artefact of a run never stopped: every dataset and attribute equal, timings
+    aside."""
+    wd, rc, out, stopped_at = cluster_runs["time_limit"]
+    assert rc == 0, f"{out[-8000:]}\n{cluster.logs()}"
+    calls = [c for c in out.splitlines()
+             if c.startswith("sbatch call:") and "--comment rule_omniglot_train" in c]
+    assert len(calls) == 2 and all(" -t 1 " in c for c in calls), calls
+    jobs = sorted((j for j in slurm_jobs(cluster, wd) if j["comment"] == "rule_omniglot_train"),
+                  key=lambda j: int(j["id"]))
+    assert [j["state"] for j in jobs] == ["TIMEOUT", "COMPLETED"], jobs
+    text = (wd / MODEL_LOG).read_text()
+    resumed = f"checkpoint {MODEL_CHECKPOINT} (written "
+    assert resumed in text and "): resumed at step " in text and " of 1500 of omniglot" in text, \
+        text
+    assert not (wd / MODEL_CHECKPOINT).exists()
+    ref_wd, ref_rc, ref_out = cluster_runs["uninterrupted"]
+    assert ref_rc == 0, ref_out[-5000:]
+    assert_same_artefact(wd / MODEL, ref_wd / MODEL)

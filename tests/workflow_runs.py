@@ -9,9 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import h5py
+import numpy as np
 import yaml
 
 from tests.conftest import ROOT
+from workflow_lib.core.workflow import stage_functions
 
 TINY = {
     "realisations": 2,
@@ -112,3 +115,46 @@ def registered(rule: str) -> str:
     made_from = [name for name in names if rule.startswith(f"{name}_r")]
     assert len(made_from) <= 1 and not (made_from and rule in names), (rule, made_from)
     return made_from[0] if made_from else rule
+
+
+TIMINGS = ("created",)  # attributes that are no result, besides those ending in "seconds"
+
+
+def stage_process(wd: Path, rule: str) -> int:
+    """The pid of the process that runs registered rule ``rule``'s stage (``python -m
+    workflow_lib stage FUNCTION``) in ``wd`` (Linux /proc)."""
+    stage = stage_functions()[rule]
+    for proc in Path("/proc").iterdir():
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+            if argv[2:5] == [b"workflow_lib", b"stage", stage.encode()] \
+                    and Path(os.readlink(proc / "cwd")) == wd.resolve():
+                return int(proc.name)
+        except (OSError, ValueError):
+            continue
+    raise AssertionError(f"no process of stage {stage} (rule {rule}) in {wd}")
+
+
+def contents(path: Path) -> tuple[dict, dict]:
+    """An artefact's datasets and its attributes but the timings (``TIMINGS``, ``*seconds``)."""
+    with h5py.File(path) as f:
+        data = {}
+        f.visititems(lambda name, item: data.__setitem__(name, item[()])
+                     if isinstance(item, h5py.Dataset) else None)
+        attrs = {k: v for k, v in f.attrs.items()
+                 if k not in TIMINGS and not k.endswith("seconds")}
+    return data, attrs
+
+
+def assert_same_artefact(path: Path, reference: Path) -> None:
+    data, attrs = contents(path)
+    ref_data, ref_attrs = contents(reference)
+    assert data.keys() == ref_data.keys()
+    for name, value in ref_data.items():
+        assert data[name].dtype == value.dtype, name
+        assert np.array_equal(data[name], value, equal_nan=value.dtype.kind == "f"), name
+    assert attrs.keys() == ref_attrs.keys()
+    for name, value in ref_attrs.items():
+        same = (np.array_equal(attrs[name], value, equal_nan=True)
+                if np.asarray(value).dtype.kind == "f" else np.array_equal(attrs[name], value))
+        assert same, (name, attrs[name], value)
