@@ -24,7 +24,7 @@ from tests.test_proteins_models import TRANSFORMER, _copied_site
 from workflow_lib.attention import icl
 from workflow_lib.core.registry import Job
 from workflow_lib.mlm import lbfgs
-from workflow_lib.potts import gibbs
+from workflow_lib.potts import gibbs, protocols
 from workflow_lib.proteins.transformer import train_transformer
 from workflow_lib.runtime import checkpoints
 from workflow_lib.studies.omniglot import data, training
@@ -343,3 +343,32 @@ def test_single_chains_stopped_at_every_block_give_the_same_samples(tmp_path, ca
     lines = [r.getMessage() for r in caplog.records]
     assert "single chain: resumed at block 2 of 4" in lines
     assert any("resumed at step 3 of 4 of single chain 1" in line for line in lines)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["independent_chains", "parallel_tempering"])
+def test_the_other_protocols_stopped_at_every_block_give_the_same_samples(
+        tmp_path, caplog, sigterms, tiny_model, name):
+    """Independent chains (one call per run) and parallel tempering (one call for both runs), 3
+    blocks each, stopped by SIGTERM at every block in turn and resumed: the saved
+    configurations, burn-in traces and tempering statistics of runs never stopped, to the bit."""
+    J, U = tiny_model
+    options = protocols.ProtocolOptions(name, burn_in=12, sweeps_between=3, replicas=3,
+                                        ladder_min=0.5)
+
+    def run():
+        return protocols.run_protocol(jax.random.split(jax.random.key(8), 2), J, U,
+                                      np.array([0.7, 0.9]), options, n_save=12, blocks=3)
+
+    whole = run()
+    with caplog.at_level(logging.INFO):
+        parts, tries = stopped_at_every_boundary(run, job(tmp_path), SAMPLE)
+    calls = 2 if name == "independent_chains" else 1
+    assert tries == calls * (3 + 1) + 1  # 3 blocks and the finished call, per call
+    np.testing.assert_array_equal(whole.saved, parts.saved)
+    np.testing.assert_array_equal(whole.burn_in_energy, parts.burn_in_energy)
+    assert whole.extra.keys() == parts.extra.keys()
+    for key, value in whole.extra.items():
+        np.testing.assert_array_equal(value, parts.extra[key])
+    kind = name.replace("_", " ")
+    assert f"{kind}: resumed at block 2 of 3" in [r.getMessage() for r in caplog.records]

@@ -105,6 +105,38 @@ def log_block_progress(what: str, done: int, total: int, updates: float, t0: flo
     )
 
 
+def resumable_blocks(
+    kind: str, updates: list[float], like: Any, begin: Callable[[], Any],
+    step: Callable[[int, Any], Any],
+) -> Any:
+    """The blocks of one sampling call, a part of the job's checkpoint
+    (``workflow_lib.runtime.checkpoints``) named ``kind n`` (the n-th such call of the job):
+    ``begin()`` is the state before block 0 (random starts, burn-in), ``step(b, state)`` the
+    state after block b, of the structure of ``like`` (NumPy arrays); ``updates[b]``, block b's
+    spin updates (its log line's rate). Each block is a boundary, and a finished call's last
+    state is kept, so a resumed job runs on from the block where it stopped, and skips the calls
+    it had finished, to the same numbers. Returns the last state."""
+    ck = checkpoints.current()
+    name, n = ck.unit(kind), len(updates)
+    done = ck.result(name, like)
+    if done is not None:
+        return done
+    found = ck.resume(name, like)
+    if found is None:
+        first, state = 0, begin()
+    else:
+        first, state = found
+        log.info("%s: resumed at block %d of %d", kind, first, n)
+    start = time.perf_counter()
+    for b in range(first, n):
+        state = step(b, state)
+        ck.boundary(name, b + 1, n, state)
+        if n > 1:  # rate and ETA over the blocks this call has run
+            log_block_progress(kind, b + 1 - first, n - first, sum(updates[first:b + 1]), start)
+    ck.finish(name, state)
+    return state
+
+
 # ------------------------------------------------------------------ kernel
 
 SITE_BLOCK = 16
@@ -275,22 +307,30 @@ def independent_chains(
 
     Returns ``(final: (n_chains, L) int32, trace: (n_sweeps, n_monitor) float32)``, where
     ``trace`` holds the energy of ``n_monitor`` chains (every ``n_chains // n_monitor``-th)
-    after every sweep.
+    after every sweep. In a job with checkpoints each of the ``blocks`` blocks is a boundary
+    (``resumable_blocks``, part ``independent chains n``).
     """
     L, C = J.shape[0], U.shape[0]
     k_init, k_run = jax.random.split(key)
-    state = jax.random.randint(k_init, (L, n_chains), 0, C, jnp.int32)
     n_monitor = min(n_monitor, n_chains)
-    traces, t0, start = [], 0, time.perf_counter()
-    for b, size in enumerate(block_sizes(n_sweeps, blocks)):
-        state, trace = _chains_block(
-            k_run, J, U, beta, state, t0, n_sweeps=size, n_monitor=n_monitor
-        )
-        traces.append(np.asarray(trace))
-        t0 += size
-        if blocks > 1:
-            log_block_progress("independent chains", b + 1, blocks, t0 * L * n_chains, start)
-    return np.asarray(state).T, np.concatenate(traces)
+    sizes = block_sizes(n_sweeps, blocks)
+    ends = np.cumsum([0, *sizes])  # block b runs sweeps ends[b] to ends[b + 1] - 1
+
+    def begin():
+        state = jax.random.randint(k_init, (L, n_chains), 0, C, jnp.int32)
+        return np.asarray(state), np.zeros((n_sweeps, n_monitor), np.float32)
+
+    def step(b, state):
+        s, trace = state
+        s, block = _chains_block(k_run, J, U, beta, s, int(ends[b]), n_sweeps=sizes[b],
+                                 n_monitor=n_monitor)
+        trace[ends[b]:ends[b + 1]] = np.asarray(block)
+        return np.asarray(s), trace
+
+    like = (np.zeros((L, n_chains), np.int32), np.zeros((n_sweeps, n_monitor), np.float32))
+    state, trace = resumable_blocks("independent chains", [k * L * n_chains for k in sizes],
+                                    like, begin, step)
+    return state.T, trace
 
 
 # ------------------------------------------------------------------ one chain per model
@@ -358,41 +398,29 @@ def single_chain(
     t ``uniform(fold_in(k_run, t), (L,))``, sweeps by ``sweep_chains``' kernel.
     Returns ``(saved: (R, n_save, L) int32, burn_in_energy: (R, burn_in) float32)``.
 
-    In a job with checkpoints (``workflow_lib.runtime.checkpoints``) the call is a part named
-    ``single chain n``: each block is a boundary (the chains' state, the configurations saved so far
-    and the burn-in trace), and a finished call's result is kept, so a resumed job runs on from the
-    block where it stopped, and skips the calls it had finished, to the same numbers. """
+    In a job with checkpoints each block is a boundary (``resumable_blocks``, part ``single chain
+    n``: the chains' state, the configurations saved so far and the burn-in trace)."""
     R, L = J.shape[0], J.shape[1]
-    ck = checkpoints.current()
-    name = ck.unit("single chain")
-    saved = np.zeros((R, n_save, L), np.int32)
-    burn_trace = np.zeros((R, burn_in), np.float32)
-    done = ck.result(name, (saved, burn_trace))
-    if done is not None:
-        return done
     sizes = block_sizes(n_save, blocks)
-    found = ck.resume(name, (saved[:, 0], saved, burn_trace))
-    if found is None:
-        first, (k_run, s, trace) = 0, _single_burn(key, J, U, beta, n_sweeps=burn_in)
-        burn_trace = np.asarray(trace)
-    else:
-        first, (s, saved, burn_trace) = found
-        k_run, s = _single_keys(key)[1], jnp.asarray(s)
-        log.info("single chain: resumed at block %d of %d", first, len(sizes))
     ends = np.cumsum([0, *sizes])  # block b saves configurations ends[b] to ends[b + 1] - 1
-    start = time.perf_counter()
-    for b in range(first, len(sizes)):
+    k_run = _single_keys(key)[1]
+
+    def begin():
+        _, s, trace = _single_burn(key, J, U, beta, n_sweeps=burn_in)
+        return np.asarray(s), np.zeros((R, n_save, L), np.int32), np.asarray(trace)
+
+    def step(b, state):
+        s, saved, burn_trace = state
         t0 = burn_in + int(ends[b]) * sweeps_between
-        s, block = _single_save(
-            k_run, J, U, beta, s, t0, n_save=sizes[b], sweeps_between=sweeps_between
-        )
+        s, block = _single_save(k_run, J, U, beta, s, t0, n_save=sizes[b],
+                                sweeps_between=sweeps_between)
         saved[:, ends[b]:ends[b + 1]] = np.asarray(block)
-        ck.boundary(name, b + 1, len(sizes), (np.asarray(s), saved, burn_trace))
-        if blocks > 1:
-            # rate and ETA over the blocks this call has run
-            log_block_progress("single chain", b + 1 - first, len(sizes) - first,
-                               R * L * int(ends[b + 1] - ends[first]) * sweeps_between, start)
-    ck.finish(name, (saved, burn_trace))
+        return np.asarray(s), saved, burn_trace
+
+    like = (np.zeros((R, L), np.int32), np.zeros((R, n_save, L), np.int32),
+            np.zeros((R, burn_in), np.float32))
+    _, saved, burn_trace = resumable_blocks(
+        "single chain", [R * L * k * sweeps_between for k in sizes], like, begin, step)
     return saved, burn_trace
 
 

@@ -16,7 +16,6 @@ rung 0 to rung R-1 and back to rung 0), the rung-0 energy after every burn-in sw
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from functools import partial
 
@@ -88,6 +87,11 @@ def _step(carry: Carry, t: Array, keys: Array, bJ: Array, betas: Array, J: Array
     return carry
 
 
+def _host(carry: Carry) -> tuple[np.ndarray, ...]:
+    """A carry as NumPy arrays, for a checkpoint."""
+    return tuple(np.asarray(c) for c in carry)
+
+
 def _model(J: Array, U: Array, betas: Array) -> tuple[Array, Array, Array]:
     Jf = J.astype(F32)
     bJ = (betas.reshape(-1)[None, None, :] * Jf[:, :, None]).astype(F32)  # (L, L, K R)
@@ -135,26 +139,40 @@ def parallel_tempering(
 ) -> Tempered:
     """K parallel-tempering runs of one model (``J: (L, L)``, ``U: (C, C)``), ``key: (K,)``,
     target ``beta: (K,)``: uniform random starts, ``burn_in`` sweeps, then one rung-0
-    configuration saved every ``sweeps_between`` sweeps, in ``blocks`` jitted calls."""
+    configuration saved every ``sweeps_between`` sweeps, in ``blocks`` jitted calls. In a job
+    with checkpoints each block is a boundary (``gibbs.resumable_blocks``, part ``parallel
+    tempering n``: the replicas' state and statistics, the configurations saved so far and the
+    burn-in trace)."""
     if n_replicas < 2:
         raise ValueError(f"parallel tempering needs at least 2 replicas, got {n_replicas}")
     betas = ladder(jnp.asarray(beta, F32), n_replicas, ladder_min).astype(F32)
     K, L = betas.shape[0], J.shape[0]
     keys = jax.vmap(lambda k: jax.random.split(k))(key)  # (K, 2): starts, run
-    carry, burn_trace = _burn(keys, J, U, betas, n_sweeps=burn_in)
-    saved, t0, start = [], burn_in, time.perf_counter()
     sizes = gibbs.block_sizes(n_save, blocks)
-    for b, size in enumerate(sizes):
-        carry, block = _save(keys, J, U, betas, carry, t0, n_save=size,
-                             sweeps_between=sweeps_between)
-        saved.append(np.asarray(block))
-        t0 += size * sweeps_between
-        if blocks > 1:
-            gibbs.log_block_progress("parallel tempering", b + 1, len(sizes),
-                                     K * n_replicas * L * (t0 - burn_in), start)
+    ends = np.cumsum([0, *sizes])  # block b saves configurations ends[b] to ends[b + 1] - 1
+
+    def begin():
+        carry, trace = _burn(keys, J, U, betas, n_sweeps=burn_in)
+        return _host(carry), np.zeros((K, n_save, L), np.int32), np.asarray(trace)
+
+    def step(b, state):
+        carry, saved, burn_trace = state
+        carry, block = _save(keys, J, U, betas, carry, burn_in + int(ends[b]) * sweeps_between,
+                             n_save=sizes[b], sweeps_between=sweeps_between)
+        saved[:, ends[b]:ends[b + 1]] = np.asarray(block)
+        return _host(carry), saved, burn_trace
+
+    R, i32 = n_replicas, np.int32  # the carry: state, energies, directions, swap counts
+    carry_like = (np.zeros((L, K * R), i32), np.zeros((K, R), np.float32),
+                  np.zeros((K, R), i32), np.zeros((K, R - 1), i32), np.zeros((K, R - 1), i32),
+                  np.zeros(K, i32))
+    like = (carry_like, np.zeros((K, n_save, L), i32), np.zeros((K, burn_in), np.float32))
+    updates = [K * n_replicas * L * k * sweeps_between for k in sizes]
+    carry, saved, burn_trace = gibbs.resumable_blocks("parallel tempering", updates, like, begin,
+                                                      step)
     _, _, _, acc, prop, trips = (np.asarray(x) for x in carry)
     return Tempered(
-        saved=np.concatenate(saved, axis=1),
+        saved=saved,
         burn_in_energy=np.asarray(burn_trace),
         betas=np.asarray(betas),
         swap_acceptance=acc / np.maximum(prop, 1),
