@@ -20,6 +20,8 @@ from workflow_lib.studies.proteins.tables import factored_choice
 CLEAN = {"factored-H1": (0.60, 1.60, 1.55), "factored-H4": (0.85, 1.50, 1.40),
          "plmdca": (0.86, 1.49, 1.40), "vanilla1": (0.40, 1.90, 1.80),
          "vanilla3": (0.84, 1.51, 1.45)}
+PARAMS = {"factored-H1": 3_000, "factored-H4": 12_000, "plmdca": 1_000_000, "vanilla1": 50_000,
+          "vanilla3": 150_000}  # n_params
 
 
 PF13354_SHA256 = "6e0550fab311c6bebc0a5dde34cdf67ebd3a384c7346e88662c5097961f2ab35"
@@ -36,7 +38,7 @@ def _models(clean: dict, splits: int, families: tuple[str, ...] = ("FAM",),
              + noise * 0.002 * rng.standard_normal(), "train_loss": train,
              "validation_loss": (validation or {}).get(model, loss)
              + noise * 0.002 * rng.standard_normal(), "converged": model != stuck,
-             "P@k_random": 0.4,
+             "P@k_random": 0.4, "n_params": PARAMS.get(model, 10_000),
              "contacts": "distance < 8 Å, j - i >= 6"}
             for family in families for model, (p, loss, train) in clean.items()
             for r in range(splits)]
@@ -143,7 +145,7 @@ def test_over_fitting_in_the_heads_is_reported_and_gates_nothing():
 def test_clean_run_holds_and_a_doctored_table_turns_the_verdicts():
     verdicts = _verdicts(_models(CLEAN, 3, FIVE))
     assert set(verdicts.values()) == {HOLDS}, verdicts
-    assert len(verdicts) == 9 and "proteins.fits_converged" in verdicts  # 5 claims; 4 checks:
+    assert len(verdicts) == 10 and "proteins.fits_converged" in verdicts  # 6 claims; 4 checks:
     # every fit converged, two transformers stopped by their criterion, H not over-fitted
     doctored = {**CLEAN, "vanilla1": (0.95, 1.30, 1.30), "vanilla3": (0.95, 1.40, 1.40)}
     verdicts = _verdicts(_models(doctored, 3, FIVE))
@@ -157,8 +159,11 @@ def test_the_units_are_families_not_splits():
     """Many splits of one family are one unit: n = 1, nothing resolved; the precision rows state
     the contact definition and the random-ranking precision."""
     table = _claims(_models(CLEAN, 8))
-    claims = table[table["kind"] == "claim"]
+    claims = table[table["kind"] == "claim"].set_index("id")
+    counted = claims.loc["proteins.factored_fewer_parameters"]  # exact counts: no noise
+    claims = claims.drop(index="proteins.factored_fewer_parameters")
     assert set(claims["n"]) == {1} and set(claims["verdict"]) == {NOT_RESOLVED}
+    assert (counted["n"], counted["verdict"]) == (1, HOLDS)
     table = _claims(_models(CLEAN, 2, FIVE))
     assert set(table.loc[table["kind"] == "claim", "n"]) == {5}
     precision = table[table["id"].str.endswith(".precision")]
@@ -213,8 +218,9 @@ def test_a_fit_that_did_not_converge_leaves_every_claim_not_resolved():
 
 
 def test_a_plmdca_off_its_reference_gates_the_plmdca_comparison_only():
-    """plmDCA 0.11 below the published precision of the shipped PF13354 file: the equivalence
-    with plmDCA is not resolved, the comparisons with the transformers keep their verdicts."""
+    """plmDCA 0.11 below the published precision of the shipped PF13354 file: the comparison of
+    precision with plmDCA is not resolved, the comparisons with the transformers and of the
+    parameter counts keep their verdicts."""
     table = _table(_models(CLEAN, 3, (*FIVE[:4], "mine")), {"mine": PF13354_SHA256})
     rows = table.set_index("id")
     assert rows.loc["proteins.plmdca_reference.mine", "verdict"] == FAILS
@@ -222,7 +228,32 @@ def test_a_plmdca_off_its_reference_gates_the_plmdca_comparison_only():
     assert rows.loc["proteins.factored_as_plmdca.precision", "gated_by"] == (
         "proteins.plmdca_reference.mine")
     others = rows[(rows["kind"] == c.CLAIM) & ~rows.index.str.contains("plmdca")]
-    assert len(others) == 4 and set(others["verdict"]) == {HOLDS}
+    assert len(others) == 5 and set(others["verdict"]) == {HOLDS}
+
+
+def test_comparable_to_plmdca_is_non_inferiority():
+    """Factored attention far better than plmDCA is comparable to it (an equivalence test would
+    fail it), 0.03 below (within the margin) too; 0.15 below is not."""
+    for gap, verdict in ((0.10, HOLDS), (-0.03, HOLDS), (-0.15, FAILS)):
+        models = _models({**CLEAN, "factored-H4": (0.86 + gap, 1.50, 1.40)}, 3, FIVE)
+        row = _claims(models).set_index("id").loc["proteins.factored_as_plmdca.precision"]
+        assert row["verdict"] == verdict, (gap, row.to_dict())
+        assert "> -0.05 (non-inferiority" in row["criterion"]
+        np.testing.assert_allclose(row["measured"], gap, atol=0.01)
+
+
+def test_fewer_parameters_counts_the_chosen_configuration_on_every_family():
+    """The chosen configuration's parameters over plmDCA's, the largest over a family's splits:
+    below 1 everywhere holds; one family whose chosen model is larger than plmDCA fails it."""
+    models = _models(CLEAN, 3, FIVE)
+    row = _claims(models).set_index("id").loc["proteins.factored_fewer_parameters"]
+    assert (row["verdict"], row["n"]) == (HOLDS, 5)
+    np.testing.assert_allclose(row["measured"], 12_000 / 1_000_000)
+    big = (models["family"] == FIVE[0]) & (models["model"] == "factored-H4") \
+        & (models["realisation"] == 1)
+    models.loc[big, "n_params"] = 2_000_000
+    row = _claims(models).set_index("id").loc["proteins.factored_fewer_parameters"]
+    assert row["verdict"] == FAILS
 
 
 def test_every_margin_is_a_criterion_with_its_reason():
