@@ -22,16 +22,18 @@ The shipped files:
 - ``PF00595/PF00595.fasta.gz``: 3000 records of ArDCAData's ``data/PF00595/PF00595_mgap6.fasta.gz``,
   and ``PF00677/PF00677.fasta.gz``, ``PF00684/PF00684.fasta.gz``, ``PF00035/PF00035.fasta.gz``,
   ``PF00763/PF00763.fasta.gz``: 3000 records of DataAttentionDCA's
-  ``data/PFxxxxx/PFxxxxx_full.fasta``, and ``PF02953/PF02953.fasta.gz``: 3000 records of its
-  ``data/PF02953/PF02953.fasta``, drawn the same way (``default_rng(0)``).
+  ``data/PFxxxxx/PFxxxxx_full.fasta``, and ``PF02953/PF02953.fasta.gz``,
+  ``PF00200/PF00200.fasta.gz``, ``PF01774/PF01774.fasta.gz``, ``PF07648/PF07648.fasta.gz``: 3000
+  records of its ``data/PFxxxxx/PFxxxxx.fasta``, drawn the same way (``default_rng(0)``).
 - ``PF13354/PF13354_struct.dat.gz``: ArDCAData's ``data/PF13354/PF13354_struct.dat`` gzipped the
   same way (2.0 MB of text, 0.7 MB compressed).
 - ``PF00014/PF00014_struct.dat``, ``PF00595/PF00595_struct.dat``, ``PF13354/PF13354.fasta.gz`` (from
   ``PF13354_wo_ref_seqs.fasta.gz``), ``LICENSE.txt`` (ArDCAData's ``LICENSE``), and
   ``PF00677/Atomic_distances_PF00677.dat``, ``PF00684/Atomic_distances_PF00684.dat``,
   ``PF00035/Atomic_distances_PF00035.dat``, ``PF00763/Atomic_distances_PF00763.dat``,
-  ``PF02953/PF02953_struct_struct.dat``, ``LICENSE-DataAttentionDCA.txt`` (DataAttentionDCA's
-  ``LICENSE``): copied as is.
+  ``PF02953/PF02953_struct_struct.dat``, ``PF00200/PF00200_struct_struct.dat``,
+  ``PF01774/PF01774_struct_struct.dat``, ``PF07648/PF07648_struct_struct.dat``,
+  ``LICENSE-DataAttentionDCA.txt`` (DataAttentionDCA's ``LICENSE``): copied as is.
 
 The commit hashes and the sha256 of every written file are printed.
 """
@@ -59,6 +61,9 @@ SUBSAMPLES = (
     ("attention", "data/PF00035/PF00035_full.fasta", "PF00035/PF00035.fasta.gz", 3000),
     ("attention", "data/PF00763/PF00763_full.fasta", "PF00763/PF00763.fasta.gz", 3000),
     ("attention", "data/PF02953/PF02953.fasta", "PF02953/PF02953.fasta.gz", 3000),
+    ("attention", "data/PF00200/PF00200.fasta", "PF00200/PF00200.fasta.gz", 3000),
+    ("attention", "data/PF01774/PF01774.fasta", "PF01774/PF01774.fasta.gz", 3000),
+    ("attention", "data/PF07648/PF07648.fasta", "PF07648/PF07648.fasta.gz", 3000),
 )
 GZIPPED = (("ardca", "data/PF13354/PF13354_struct.dat", "PF13354/PF13354_struct.dat.gz"),)
 COPIES = (
@@ -75,6 +80,9 @@ COPIES = (
     ("attention", "data/PF00763/Atomic_distances_PF00763.dat",
      "PF00763/Atomic_distances_PF00763.dat"),
     ("attention", "data/PF02953/PF02953_struct_struct.dat", "PF02953/PF02953_struct_struct.dat"),
+    ("attention", "data/PF00200/PF00200_struct_struct.dat", "PF00200/PF00200_struct_struct.dat"),
+    ("attention", "data/PF01774/PF01774_struct_struct.dat", "PF01774/PF01774_struct_struct.dat"),
+    ("attention", "data/PF07648/PF07648_struct_struct.dat", "PF07648/PF07648_struct_struct.dat"),
     ("attention", "LICENSE", "LICENSE-DataAttentionDCA.txt"),
 )
 

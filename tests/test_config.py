@@ -36,13 +36,15 @@ def test_presets_are_valid(files):
     read_config_file(files[-1])
 
 
-def test_the_families_preset_pairs_six_families_or_more():
-    """config/proteins_families.yaml: every claim has six families or more as its units, each a
-    shipped alignment (data/proteins/) with its distances."""
+def test_the_families_preset_pairs_ten_families_or_more():
+    """config/proteins_families.yaml: every claim has ten families or more as its units, two of
+    them at L >= 150, each a shipped alignment (data/proteins/) with its distances."""
     families = read_config_file(ROOT / "config/proteins_families.yaml")["proteins"]["families"]
-    assert len({family["name"] for family in families}) == len(families) >= 6
+    assert len({family["name"] for family in families}) == len(families) >= 10
     for family in families:
         assert family["alignment"].startswith("data/proteins/") and "distances" in family
+    long = {f["name"] for f in families} & {"PF13354", "PF01774_3000"}  # L = 202, 213
+    assert len(long) == 2, long
 
 
 def _leaf_keys(schema: dict, prefix: str = "") -> set[str]:

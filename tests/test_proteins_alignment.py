@@ -175,12 +175,15 @@ def test_a_bad_distance_line_gives_one_line(tmp_path, text, fragment):
     ("PF00035", 3000, 67, "Atomic_distances_PF00035.dat", 3),
     ("PF00763", 3000, 116, "Atomic_distances_PF00763.dat", 3),
     ("PF02953", 3000, 64, "PF02953_struct_struct.dat", 3),
+    ("PF00200", 3000, 76, "PF00200_struct_struct.dat", 3),
+    ("PF01774", 3000, 213, "PF01774_struct_struct.dat", 3),
+    ("PF07648", 3000, 49, "PF07648_struct_struct.dat", 3),
     ("PF13354", 7515, 202, "PF13354_struct.dat.gz", 4)])
 def test_the_shipped_families_read(family, M, L, struct, columns):
     """Each shipped alignment has its README's size in the 21-letter alphabet; its distance file
-    has the README's number of columns on every line, a distance for nearly every pair, and
-    adjacent columns at the peptide bond's 1.3 Å (a minimum inter-atomic distance, the presets'
-    ``distance_kind``)."""
+    has the README's number of columns on every line, a distance for nearly every pair (over 90%;
+    PF01774's 83%, every pair of 194 of its 213 columns), and adjacent columns at the peptide
+    bond's 1.3 Å (a minimum inter-atomic distance, the presets' ``distance_kind``)."""
     alignment = read_alignment(DATA / family / f"{family}.fasta.gz")
     assert alignment.seqs.shape == (M, L) and len(alignment.names) == M
     assert 0 <= alignment.seqs.min() and alignment.seqs.max() <= GAP
@@ -189,7 +192,7 @@ def test_the_shipped_families_read(family, M, L, struct, columns):
     assert {len(line.split()) for line in lines} == {columns}
     distances = read_distances(DATA / family / struct, L)
     off_diagonal = distances[~np.eye(L, dtype=bool)]
-    assert np.isfinite(off_diagonal).mean() > 0.9
+    assert np.isfinite(off_diagonal).mean() > (0.8 if family == "PF01774" else 0.9)
     assert 1.2 < np.nanmedian(np.diag(distances, 1)) < 1.4
 
 
