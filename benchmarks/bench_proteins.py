@@ -60,7 +60,7 @@ import numpy as np
 from record import Recorder, default_csv
 
 from workflow_lib.core.config import load_config
-from workflow_lib.proteins import models, transformer
+from workflow_lib.proteins import factored_form, models, transformer
 from workflow_lib.proteins.alignment import filter_gaps, read_alignment
 from workflow_lib.proteins.fitting import fit_model
 from workflow_lib.proteins.run_names import TRANSFORMERS
@@ -74,6 +74,14 @@ SLACK = 0.1  # PASS: exponent of memory <= exponent of parameters + SLACK
 COLUMNS = ("model", "L", "M", "M_test", "n_params", "iterations", "steps", "evaluations",
            "wall_s", "loop_s", "s_per_iteration", "peak_rss_mb", "baseline_rss_mb", "rss_per_param",
            "device_peak_mb")  # fmt: skip
+
+
+def run_name(name: str) -> str:
+    """``name`` if it is a run name of the protein study (``--models``), else argparse's error."""
+    if name in ("plmdca", *TRANSFORMERS) or factored_form(name) is not None:
+        return name
+    raise argparse.ArgumentTypeError(f"not a protein model: {name!r} (factored-H4, "
+                                     "factored_softmax-H32, factored_lowrank-H64, plmdca, ...)")
 
 
 def load_data(L: int, M: int, cfg: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -213,7 +221,9 @@ def main() -> None:
     ap.add_argument("--L", type=int, nargs="+", default=[50, 101, 202],
                     help="alignment lengths: the first L gap-filtered columns of PF13354")
     ap.add_argument("--M", type=int, default=2000, help="training sequences")
-    ap.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS)
+    ap.add_argument("--models", nargs="+", default=list(MODELS), type=run_name,
+                    help="run names of the study (default: %(default)s), any factored form and "
+                    "head count: factored[_softmax|_lowrank]-H<h>, plmdca, vanilla1, vanilla3")
     ap.add_argument("--iterations", type=int, default=20,
                     help="L-BFGS iterations of the coupling models (proteins.max_iter)")
     ap.add_argument("--steps", type=int, default=200,

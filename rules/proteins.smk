@@ -7,7 +7,8 @@
 
 import re
 
-from workflow_lib.proteins.run_names import chosen_from, model_names, score_names
+from workflow_lib.proteins.run_names import chosen_from, score_names
+from workflow_lib.studies.proteins.families import candidates, family_models
 from workflow_lib.studies.proteins.registry import CONTACT_MAP_CAPTION
 
 PROTEINS = STUDY["proteins"]
@@ -16,7 +17,9 @@ PROT = CFG["proteins"]
 PROT_DIR = f"{RESULTS}/proteins"
 PROT_CONTACTS = f"{PROT_DIR}/contacts"
 PROT_FAMILIES = [each["name"] for each in PROT["families"]]
-PROT_MODELS = model_names(PROT["models"], PROT["attention"], PROT["heads"])
+# each family's split fits: every model, factored attention's with the family's candidates
+PROT_FITS = {family: family_models(CFG, family) for family in PROT_FAMILIES}
+PROT_MODELS = list(dict.fromkeys(name for names in PROT_FITS.values() for name in names))
 # a family's contact lists, one per final fit and score (a transformer's Jacobian scores too)
 PROT_LISTS = [name for model in PROT["models"] for name in score_names(model)]
 PROT_CONTACT_FILES = [*(f"{name}.tsv" for name in PROT_LISTS), "summary.csv", "contact_map.png",
@@ -95,8 +98,8 @@ rule protein_final_fit:
         data=rules.protein_data.output.data,
         splits=lambda wildcards: expand(
             f"{PROT_DIR}/{wildcards.family}/r{{r}}/{{run}}.h5",
-            r=realisations(CFG, PROTEINS), run=chosen_from(wildcards.model, PROT["attention"],
-                                                          PROT["heads"])),
+            r=realisations(CFG, PROTEINS),
+            run=chosen_from(wildcards.model, *candidates(CFG, wildcards.family))),
     output:
         fit=f"{PROT_DIR}/{{family}}/final/{{model}}.h5",
     log:
@@ -153,8 +156,8 @@ study_tables(
     "protein_tables",
     f"{PROT_STAGES}.stages_results:protein_tables",
     data=expand(f"{PROT_DIR}/{{family}}/data.h5", family=PROT_FAMILIES),
-    fits=expand(f"{PROT_DIR}/{{family}}/r{{r}}/{{model}}.h5", family=PROT_FAMILIES,
-                r=realisations(CFG, PROTEINS), model=PROT_MODELS),
+    fits=[f"{PROT_DIR}/{family}/r{r}/{model}.h5" for family, models in PROT_FITS.items()
+          for r in realisations(CFG, PROTEINS) for model in models],
 )
 study_claims("proteins")
 study_figure("proteins")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import subprocess
 import sys
 
@@ -269,3 +270,28 @@ def test_a_bad_input_stops_its_job_with_one_line(tmp_path, kind):
     assert len(errors) == 1 and f"{name}: " in errors[0], log
     assert problem in errors[0], errors[0]
     assert not (tmp_path / "results" / "proteins" / kind / "data.h5").exists()
+
+
+def test_a_family_with_its_own_candidates_fits_those_alone(tmp_path):
+    """A family whose entry sets ``heads`` and ``attention`` is fitted with those factored
+    candidates alone, another with the section's; the final fit of factored attention reads its
+    own family's split fits."""
+    alignment = str(PF00014 / "PF00014.fasta.gz")
+    config = tmp_path / "own.yaml"
+    config.write_text(yaml.safe_dump({
+        "results": str(tmp_path / "results"),
+        "proteins": {"families": [{"name": "long", "alignment": alignment, "heads": [8],
+                                   "attention": ["lowrank"]},
+                                  {"name": "short", "alignment": alignment}],
+                     "models": ["factored", "plmdca"], "heads": [1, 2], "attention": ["signed"],
+                     "realisations": 1, "final_fit": True}}))
+    run = snakemake(tmp_path, config, "-n", "proteins")
+    assert run.returncode == 0, (run.stdout + run.stderr)[-4000:]
+    fits = set(re.findall(r"results/proteins/(\w+)/r0/([\w-]+)\.h5", run.stdout))
+    assert fits == {("long", "factored_lowrank-H8"), ("long", "plmdca"),
+                    ("short", "factored-H1"), ("short", "factored-H2"), ("short", "plmdca")}
+    jobs = re.split(r"\n\[[^\]\n]+\]\n", run.stdout)  # each job's lines, after its time stamp
+    final = [job for job in jobs if job.startswith("rule protein_final_fit")
+             and "/long/final/factored.h5" in job]
+    assert len(final) == 1 and "long/r0/factored_lowrank-H8.h5" in final[0], final
+    assert "short/r0" not in final[0]

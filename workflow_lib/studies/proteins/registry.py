@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from workflow_lib.core.registry import Panel, Rule, Study, claims_rule, constant, figure_rule
 from workflow_lib.proteins import factored_form
-from workflow_lib.studies.proteins import resources
+from workflow_lib.studies.proteins import families, resources
 
 PACKAGE = "workflow_lib.studies.proteins"
 DRAW = f"{PACKAGE}.figures"
@@ -17,14 +17,9 @@ COUPLING_FIT_KEYS = ("fields", "lambdas", "restarts", "max_iter", "grad_tol")
 DISTANCE_KIND = "distance"  # a family's distance_kind when its config entry gives none
 
 
-def _family(cfg, name: str) -> dict:
-    """The ``proteins.families`` entry of family ``name``."""
-    return next(each for each in cfg["proteins"]["families"] if each["name"] == name)
-
-
 def _data_params(cfg, wc) -> dict:
     """The data slice, and the family's ``focus`` when it names one."""
-    p, focus = cfg["proteins"], _family(cfg, wc["family"]).get("focus")
+    p, focus = cfg["proteins"], families.entry(cfg, wc["family"]).get("focus")
     return {"seed": cfg["seed"], "family": wc["family"], **{k: p[k] for k in DATA_KEYS},
             **({"focus": focus} if focus else {})}
 
@@ -37,8 +32,9 @@ def _model_params(cfg, wc) -> dict:
     p, model = cfg["proteins"], wc["model"]
     keys = ("transformer",) if model.startswith("vanilla") else COUPLING_FIT_KEYS
     form = factored_form(model)
+    attention, _ = families.candidates(cfg, wc["family"])
     if (form is not None and form[0] == "lowrank") or (model == "factored"
-                                                       and "lowrank" in p["attention"]):
+                                                       and "lowrank" in attention):
         keys = (*keys, "lowrank")
     return {"seed": cfg["seed"], "family": wc["family"], "model": model,
             "proteins": {k: p[k] for k in keys}}
@@ -52,7 +48,7 @@ def _fit_params(cfg, wc) -> dict:
 def _contact_list_params(cfg, wc) -> dict:
     """The contact definition and what the family's distance file holds."""
     return {"family": wc["family"], "contacts": cfg["proteins"]["contacts"],
-            "distance_kind": _family(cfg, wc["family"]).get("distance_kind", DISTANCE_KIND)}
+            "distance_kind": families.entry(cfg, wc["family"]).get("distance_kind", DISTANCE_KIND)}
 
 
 def _evaluation_params(cfg, wc) -> dict:

@@ -33,6 +33,7 @@ from pathlib import Path
 from workflow_lib.core.registry import Config, Wildcards
 from workflow_lib.proteins import factored_form
 from workflow_lib.proteins.alignment import AlignmentError, alignment_size
+from workflow_lib.studies.proteins import families
 
 # Relative paths of a config are relative to the repository, the Snakefile's folder: this package's
 # parent (Snakemake puts the Snakefile's folder first on sys.path).
@@ -62,19 +63,19 @@ class Law:
 # the CSV covers; beyond them they extrapolate, and a job that runs out gets twice as much on its
 # next attempt (``Rule.resources``).
 BASELINE = {
-    "seconds": Law(coef=4.34, l=0.0, m=0.05, h=0.0),
+    "seconds": Law(coef=5.03, l=0.11, m=0.06, h=0.0),
     "mb": Law(coef=575.0, l=0.0, m=0.06, h=0.0),
 }
 COSTS = {
     "plmdca": {
-        "unit": Law(coef=1.03, l=2.2, m=0.67, h=0.0),
-        "rest": Law(coef=21.7, l=0.87, m=0.22, h=0.0),
-        "mb": Law(coef=1880.0, l=1.2, m=0.11, h=0.0),
+        "unit": Law(coef=0.971, l=2.28, m=0.67, h=0.0),
+        "rest": Law(coef=20.2, l=0.97, m=0.22, h=0.0),
+        "mb": Law(coef=2290.0, l=1.3, m=0.11, h=0.0),
     },
     "factored": {
-        "unit": Law(coef=0.317, l=1.56, m=1.01, h=0.46),
-        "rest": Law(coef=23.5, l=0.25, m=0.16, h=0.1),
-        "mb": Law(coef=1460.0, l=0.63, m=0.14, h=0.03),
+        "unit": Law(coef=0.486, l=1.57, m=1.01, h=0.37),
+        "rest": Law(coef=21.3, l=0.41, m=0.17, h=0.18),
+        "mb": Law(coef=1720.0, l=0.73, m=0.14, h=0.13),
     },
     "vanilla1": {
         "unit": Law(coef=0.0529, l=0.72, m=0.0, h=0.0),
@@ -134,8 +135,7 @@ def family_size(cfg: Config, family: str) -> tuple[int, int]:
     """``(M, L)`` of the alignment of ``proteins.families`` entry ``family`` (read once per
     file version); ``(1, 1)`` when it cannot be read: the family's ``protein_data`` job then
     gets the least and stops with the file's one-line problem in its log."""
-    entry = next(each for each in cfg["proteins"]["families"] if each["name"] == family)
-    path = os.fspath(Path(REPOSITORY, entry["alignment"]))
+    path = os.fspath(Path(REPOSITORY, families.entry(cfg, family)["alignment"]))
     try:
         info = os.stat(path)
         return _size(path, (info.st_mtime_ns, info.st_size))
@@ -155,12 +155,13 @@ def data_mb(cfg: Config, wildcards: Wildcards) -> float:
     return BASELINE["mb"](L, M)
 
 
-def fit_kind(cfg: Config, model: str) -> tuple[str, int]:
-    """``(kind, H)`` of a fit job's ``model``: a split fit's run name (``model_kind``), or a
-    final fit's entry of ``proteins.models``, ``factored`` at its largest head count (the split
-    fits choose its configuration after planning)."""
+def fit_kind(cfg: Config, family: str, model: str) -> tuple[str, int]:
+    """``(kind, H)`` of a fit job's ``model`` on ``family``: a split fit's run name
+    (``model_kind``), or a final fit's entry of ``proteins.models``, ``factored`` at the family's
+    largest head count (``families.candidates``; the split fits choose its configuration after
+    planning)."""
     if model == "factored":
-        return "factored", max(cfg["proteins"]["heads"])
+        return "factored", max(families.candidates(cfg, family)[1])
     return model_kind(model)
 
 
@@ -168,7 +169,7 @@ def fit_minutes(cfg: Config, wildcards: Wildcards) -> float:
     """Runtime of the ``protein_fit`` or ``protein_final_fit`` job of ``wildcards['family']``
     and ``['model']``: its full budget on every record."""
     M, L = family_size(cfg, wildcards["family"])
-    kind, H = fit_kind(cfg, wildcards["model"])
+    kind, H = fit_kind(cfg, wildcards["family"], wildcards["model"])
     return fit_seconds(kind, L, M, H, units(kind, cfg["proteins"], L, M)) / 60
 
 
@@ -176,5 +177,5 @@ def fit_memory(cfg: Config, wildcards: Wildcards) -> float:
     """Memory of the ``protein_fit`` or ``protein_final_fit`` job of ``wildcards['family']``
     and ``['model']``."""
     M, L = family_size(cfg, wildcards["family"])
-    kind, H = fit_kind(cfg, wildcards["model"])
+    kind, H = fit_kind(cfg, wildcards["family"], wildcards["model"])
     return fit_mb(kind, L, M, H)
