@@ -422,7 +422,8 @@ def test_the_fit_settings_take_each_value_from_the_slice_of_its_rule():
     for name, settings in expected.items():
         split = rules["protein_fit"].params(cfg, {"family": "FAM", "model": name, "r": "0"})
         assert fit_settings(name, split["proteins"]) == settings
-    final = rules["protein_final_fit"].params(cfg, {"family": "FAM", "model": "factored"})
+    family = prot["families"][0]["name"]
+    final = rules["protein_final_fit"].params(cfg, {"family": family, "model": "factored"})
     for name in ("factored-H2", "factored_lowrank-H2"):  # the configurations it may take
         assert fit_settings(name, final["proteins"]) == expected[name]
     assert set(transformer) == {f.name for f in fields(TransformerSettings)} | {

@@ -27,14 +27,13 @@ def _data_params(cfg, wc) -> dict:
 def _model_params(cfg, wc) -> dict:
     """The slice of one model's fit: the transformers' section for a transformer, the L-BFGS
     fit's keys for factored attention and plmDCA, and ``lowrank`` for a fit that may be of that
-    form (a ``factored_lowrank`` split fit, the final fit of ``factored`` when ``attention``
-    lists it)."""
+    form (a ``factored_lowrank`` split fit, the final fit of ``factored`` when the family's
+    ``attention`` lists it)."""
     p, model = cfg["proteins"], wc["model"]
     keys = ("transformer",) if model.startswith("vanilla") else COUPLING_FIT_KEYS
     form = factored_form(model)
-    attention, _ = families.candidates(cfg, wc["family"])
-    if (form is not None and form[0] == "lowrank") or (model == "factored"
-                                                       and "lowrank" in attention):
+    if (form is not None and form[0] == "lowrank") or (
+            model == "factored" and "lowrank" in families.candidates(cfg, wc["family"])[0]):
         keys = (*keys, "lowrank")
     return {"seed": cfg["seed"], "family": wc["family"], "model": model,
             "proteins": {k: p[k] for k in keys}}
