@@ -143,7 +143,7 @@ def test_a_users_own_alignment_end_to_end(tmp_path):
     assert set(models["model"]) == {"factored-H1", "plmdca"} and models["P@L"].between(0, 1).all()
     claims = pd.read_csv(tables / "claims.csv")
     assert list(claims["id"]) == ["proteins.factored_as_plmdca.precision",
-                                  "proteins.fits_converged"]
+                                  "proteins.factored_fewer_parameters", "proteins.fits_converged"]
 
 
 @pytest.mark.slow
