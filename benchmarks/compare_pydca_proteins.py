@@ -9,7 +9,7 @@ project's per L-BFGS iteration, at one thread count).
         --subsample PF13354=1000
     .venv/bin/python benchmarks/compare_pydca_proteins.py --family PF13354 \
         --subsample PF13354=6000 --max-iter 20 --grad-tol 0 \
-        --plmc /tmp/plmc64/bin/plmc --plmc /tmp/plmc32/bin/plmc
+        --plmc PLMC/double/bin/plmc --plmc PLMC/single/bin/plmc
 
 Each family of ``--family`` is fitted in turn, one CSV row each (one per plmc binary when plmc
 runs). ``--subsample FAMILY=N`` keeps
@@ -205,16 +205,6 @@ def write_fasta(seqs: np.ndarray, path: Path) -> None:
     path.write_text("".join(f">s{n}\n{''.join(letters[s])}\n" for n, s in enumerate(seqs)))
 
 
-def symmetric_couplings(blocks: np.ndarray, L: int) -> np.ndarray:
-    """``J: (L, L, Q, Q)`` from the blocks ``(L (L - 1) / 2, Q, Q)`` of the pairs ``i < j`` in
-    ``np.triu_indices`` order, ``J[j, i] = J[i, j].T``, a zero diagonal."""
-    Q = blocks.shape[-1]
-    J = np.zeros((L, L, Q, Q))
-    i, j = np.triu_indices(L, 1)
-    J[i, j], J[j, i] = blocks, blocks.transpose(0, 2, 1)
-    return J
-
-
 def fit_pydca_counted(*args, **kwargs) -> tuple[np.ndarray, np.ndarray, int]:
     """``compare_plmdca.fit_pydca`` with its L-BFGS iterations, counted from its progress lines
     (its C++ writes them to file descriptor 2, captured here): ``(h, J, iterations)``."""
@@ -340,7 +330,8 @@ def fit_plmc(binary: Path, seqs: np.ndarray, lambda_h: float, lambda_e: float, t
            if len(progress) > 1 else None)  # fmt: skip
     used = re.search(r"OpenMP: .*?Using (\d+) of \d+ threads", log)
     stop = re.search(r"Gradient optimization: (.+)", log)
-    return PlmcFit(h, symmetric_couplings(blocks, L), own, w, iterations, per,
+    J = np.asarray(models.pair_couplings(jnp.asarray(blocks), L))
+    return PlmcFit(h, J, own, w, iterations, per,
                    progress[-1][2] if progress else None, int(used[1]) if used else 1, precision,
                    stop[1] if stop else "unknown", wall, " ".join(options))
 

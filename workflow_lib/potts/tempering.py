@@ -162,11 +162,9 @@ def parallel_tempering(
         saved[:, ends[b]:ends[b + 1]] = np.asarray(block)
         return _host(carry), saved, burn_trace
 
-    R, i32 = n_replicas, np.int32  # the carry: state, energies, directions, swap counts
-    carry_like = (np.zeros((L, K * R), i32), np.zeros((K, R), np.float32),
-                  np.zeros((K, R), i32), np.zeros((K, R - 1), i32), np.zeros((K, R - 1), i32),
-                  np.zeros(K, i32))
-    like = (carry_like, np.zeros((K, n_save, L), i32), np.zeros((K, burn_in), np.float32))
+    carry_like = tuple(np.zeros(c.shape, c.dtype)  # the carry's structure, nothing run
+                       for c in _burn.eval_shape(keys, J, U, betas, n_sweeps=1)[0])
+    like = (carry_like, np.zeros((K, n_save, L), np.int32), np.zeros((K, burn_in), np.float32))
     updates = [K * n_replicas * L * k * sweeps_between for k in sizes]
     carry, saved, burn_trace = gibbs.resumable_blocks("parallel tempering", updates, like, begin,
                                                       step)
