@@ -16,6 +16,10 @@ reason, and the docs' criteria table is generated from them.
 
 from __future__ import annotations
 
+import dataclasses
+import math
+from collections.abc import Callable
+
 import numpy as np
 import pandas as pd
 
@@ -74,7 +78,7 @@ TAIL_ALPHA = c.Criterion(
 THEORY_MARGIN = c.Criterion(
     "THEORY_MARGIN", 0.05, "calling a simulation curve off the theory by a few sem 'exact'",
     "Fig. 3 left shows the simulations on the theory at the figure's resolution, a few per cent "
-    "of the error; the project's margin on the mean relative residual")
+    "of the error; the project's margin on the mean absolute relative residual")
 INTERPOLATION = c.Criterion(
     "INTERPOLATION", 0.01, "calling a fit that leaves residuals on its training set an "
     "interpolator, or one that fits them exactly a regression past its threshold",
@@ -105,6 +109,21 @@ def _paired(a: pd.Series, b: pd.Series) -> pd.Series:
     """``a - b`` over the realisations both have."""
     both = pd.concat([a, b], axis=1, join="inner").dropna()
     return both.iloc[:, 0] - both.iloc[:, 1]
+
+
+def _aligned(a: pd.Series, b: pd.Series) -> tuple[pd.Series, pd.Series]:
+    """``a`` and ``b`` over the realisations where both are finite, in one order (the units of a
+    paired test)."""
+    both = pd.concat([a, b], axis=1, join="inner").replace([np.inf, -np.inf], np.nan).dropna()
+    return both.iloc[:, 0], both.iloc[:, 1]
+
+
+def _unresolved_if(test: c.Test, doubt: bool) -> c.Test:
+    """``test``, its verdict ``NOT_RESOLVED`` where ``doubt`` (a unit's value is a bound in the
+    claim's favour) would otherwise let it hold."""
+    if doubt and test.verdict == c.HOLDS:
+        return dataclasses.replace(test, verdict=c.NOT_RESOLVED)
+    return test
 
 
 def _row(id: str, figure: str, statement: str, paper: str, test: c.Test, criterion: str,
@@ -167,6 +186,11 @@ def pairs_to_reach(history: pd.DataFrame, arch: str, level: pd.Series) -> pd.Dat
         pairs = h["pairs_seen"].to_numpy(float)
         out[r] = (pairs[np.argmax(below)], False) if below.any() else (pairs[-1], True)
     return pd.DataFrame.from_dict(out, orient="index", columns=["pairs", "censored"])
+
+
+def _extreme(steps: np.ndarray, of: Callable[[np.ndarray], float]) -> float:
+    """``of(steps)`` (the smallest or largest step of a curve), NaN when there is none."""
+    return float(of(steps)) if len(steps) else math.nan
 
 
 def _symmetric(m: np.ndarray) -> np.ndarray:
@@ -301,7 +325,7 @@ def training_claims(final: pd.DataFrame, history: pd.DataFrame, plm: pd.DataFram
             f"fig2b.partial_{arch}", "Fig. 2b", f"The {arch} attention map recovers the "
             "interaction matrix to some degree, albeit not perfectly", "",
             c.all_of(c.correlation_above(r_other, 0.0),
-                     c.correlation_gap(r_factored, r_other)),
+                     c.correlation_gap(*_aligned(r_factored, r_other))),
             f"intersection-union, per realisation over the pairs i < j (maps symmetrised; "
             f"attention_maps.csv): Pearson r of the {arch} map with |J| > 0 (Fisher z), and "
             f"paired Fisher z of r(|A|, |J|) of factored attention minus r of {arch} > 0 (|J|: "
@@ -315,10 +339,13 @@ def training_claims(final: pd.DataFrame, history: pd.DataFrame, plm: pd.DataFram
         rows.append(_row(
             f"fig2a.faster_{arch}", "Fig. 2a", f"Factored attention converges faster than "
             f"{arch}: it reaches {arch}'s loss sooner", "",
-            c.greater(_paired(slow["pairs"], fast["pairs"])),
+            _unresolved_if(c.greater(_paired(slow["pairs"], fast["pairs"])),
+                           bool(fast["censored"].any())),
             f"paired supervised (sequence, site) pairs trained on until the held-out test loss "
             f"first reaches {arch}'s own final held-out loss: {arch} - factored > 0 (a run that "
-            f"never reaches it counts its last evaluation; {censored})",
+            f"never reaches it counts its last evaluation, a bound that understates {arch}'s "
+            f"time and overstates factored attention's gap, so a censored factored run leaves "
+            f"the row not resolved; {censored})",
             gates=(*LOSS_GATES, _converged(arch))))
     loss = {a: mlm_loss(final, a) for a in ("factored", "vanilla1", "vanilla3")}
     for worse, better, id in (("vanilla3", "factored", "fig2a.order_3_layers"),
@@ -399,10 +426,11 @@ def replica_claims(replica: pd.DataFrame) -> list[dict]:
         return []
     theory_at = sims["eps"] - sims["z"] * sims["sem"]
     rows = [_row("fig3_left.theory", "Fig. 3 left", "The replica theory matches the simulations "
-                 "exactly", "", c.equivalent((sims["eps"] - theory_at) / theory_at,
-                                            THEORY_MARGIN.value),
-                 "(simulation mean - theory) / theory over the simulated (lambda, alpha) points "
-                 f"within +-{THEORY_MARGIN.value} (TOST)", unit=POINT)]
+                 "exactly", "", c.less(((sims["eps"] - theory_at) / theory_at).abs(),
+                                       THEORY_MARGIN.value),
+                 "|simulation mean - theory| / theory over the simulated (lambda, alpha) points "
+                 f"< {THEORY_MARGIN.value} (one-sided t: residuals of opposite sign do not "
+                 "cancel)", unit=POINT)]
     lam = sims["lambda"].min()
     th = replica[(replica["source"] == "theory") & np.isclose(replica["lambda"], lam)]
     th = th.sort_values("alpha")
@@ -431,13 +459,13 @@ def replica_claims(replica: pd.DataFrame) -> list[dict]:
     rises, falls = np.diff(eps[: k + 1]), np.diff(eps[k:])
     rows.append(_row(
         "fig3_left.no_initial_decay", "Fig. 3 left", "There is no initial decay: the error rises "
-        "from the smallest alpha up to the peak", "", c.exact(float(rises.min(initial=0.0)),
+        "from the smallest alpha up to the peak", "", c.exact(_extreme(rises, np.min),
                                                              bool(np.all(rises >= 0))),
         f"smallest step of the theory (lambda = {lam:g}) between its first grid point and its "
         "maximum >= 0", unit=CURVE))
     rows.append(_row(
         "fig3_left.falls", "Fig. 3 left", "Beyond the peak the error falls monotonically", "",
-        c.exact(float(falls.max(initial=0.0)), bool(np.all(falls <= 0))),
+        c.exact(_extreme(falls, np.max), bool(np.all(falls <= 0))),
         f"largest step of the theory (lambda = {lam:g}) from its maximum to its last grid point "
         "<= 0", unit=CURVE))
     tail = alpha > max(TAIL_ALPHA.value, alpha[k])
@@ -484,6 +512,20 @@ def _log_loss_at(curve: pd.DataFrame, edge: pd.DataFrame, columns: tuple[str, ..
                      index=edge["realisation"])
 
 
+def _beyond_one(test: c.Test, edge: pd.DataFrame, L: float) -> c.Test:
+    """``test`` of a peak that lies between each realisation's capacity edge ``edge_M`` and the
+    next M ``threshold_M`` (``edge``), its verdict moved where that interval does not lie beyond
+    alpha = M / ``L`` = 1: ``FAILS`` when some realisation's next M is at or below it, else
+    ``NOT_RESOLVED`` when some edge is (the peak may lie either side)."""
+    if test.verdict != c.HOLDS:
+        return test
+    if (edge["threshold_M"] / L <= 1).any():
+        return dataclasses.replace(test, verdict=c.FAILS)
+    if (edge["edge_M"] / L <= 1).any():
+        return dataclasses.replace(test, verdict=c.NOT_RESOLVED)
+    return test
+
+
 def sample_complexity_claims(curve: pd.DataFrame, edge: pd.DataFrame) -> list[dict]:
     """Fig. 3 right, every realisation in n, on the held-out test loss as log ratios (peak
     heights multiply across realisations), measured from each realisation's capacity edge
@@ -516,9 +558,13 @@ def sample_complexity_claims(curve: pd.DataFrame, edge: pd.DataFrame) -> list[di
         _row("fig3_right.fall", "Fig. 3 right", "After the peak the test loss falls as data are "
              "added", "", fall, f"paired {how} minus at the largest M > 0", gates=gates),
         _row("fig3_right.location", "Fig. 3 right", "The test loss peaks at a number of samples "
-             "per site larger than one", "> 1", c.all_of(rise, fall, beyond),
+             "per site larger than one", "> 1",
+             _beyond_one(c.all_of(rise, fall, beyond), edge, float(curve["L"].iloc[0])),
              "intersection-union: the rise, the fall, and the log mean loss at the capacity edge "
-             "minus over the grid points at or below alpha = 1 > 0 (measured: the binding part)",
+             "minus over the grid points at or below alpha = 1 > 0 (measured: the binding "
+             "part); and the peak, between each realisation's capacity edge and the next M, "
+             "beyond alpha = 1: every edge above it, else not resolved, and does not hold "
+             "where the next M is at or below it",
              gates=gates),
         _row("fig3_right.window", "Fig. 3 right", "Sensitivity: the rise and the fall hold over "
              "a window of alpha that the model's parameter count fixes", "",
