@@ -198,11 +198,11 @@ POTTS_ROWS = ("fig2a.optimal", "polish.optimal", "fit.floor", "fig2b.copy",
               "fig3_right.location", "fig3_right.no_initial_decay", "fig3_right.threshold",
               "fig3_right.window", "plm.consistency", "data.hamming", "data.distinct",
               "data.held_out", "data.optimal_allowed", "data.copy_allowed",
-              "train.vanilla1.converged", "train.vanilla3.converged")
+              "train.vanilla1.converged", "train.vanilla3.converged", "train.finite")
 CHECKS = {"polish.optimal", "fit.floor", "polish.reconstruction", "polish.identity",
           "fig3_left.tail", "data.hamming", "data.distinct", "data.held_out",
           "data.optimal_allowed", "data.copy_allowed", "train.vanilla1.converged",
-          "train.vanilla3.converged"}
+          "train.vanilla3.converged", "train.finite"}
 
 
 def test_potts_claims_hold_on_a_clean_run_and_a_doctored_table_turns_them():
@@ -359,7 +359,7 @@ def test_a_given_beta_has_no_distance_check_and_it_gates_nothing():
     assert "data.hamming" not in table.index
     assert table.loc["fig2b.copy", "verdict"] == c.HOLDS
     assert table.loc["fig2b.copy", "gates"] == "data.copy_allowed"
-    assert table.loc["fig2a.optimal", "gates"] == "data.held_out;data.optimal_allowed"
+    assert table.loc["fig2a.optimal", "gates"] == "data.held_out;train.finite;data.optimal_allowed"
 
 
 def test_the_polish_checks_appear_only_where_a_polish_ran():
@@ -494,3 +494,18 @@ def test_the_map_gap_pairs_realisations_when_a_map_is_missing():
     part = c.correlation_gap(r_f.loc[[1, 2]].to_numpy(), r_v.to_numpy())
     assert part.n == 2 and part.value == pytest.approx(gap.mean())
     assert row["n"] == 2
+
+
+def test_a_diverged_run_fails_the_finite_check_and_gates_the_claims_on_test_losses():
+    """vanilla3's held-out loss in realisation 1 is not a number: rather than dropping out of
+    the paired claims, it fails ``train.finite``, which gates every claim on test losses."""
+    tables = _potts_tables([0.001, 0.002, 0.0015])
+    final = tables["training_final"]
+    final.loc[(final["arch"] == "vanilla3") & (final["realisation"] == 1),
+              "adam_test_loss_heldout"] = np.nan
+    table = potts_claims(tables).set_index("id")
+    assert table.loc["train.finite", "verdict"] == c.FAILS
+    assert table.loc["train.finite", "measured"] == pytest.approx(2 / 3)
+    for claim in ("fig2a.order_3_layers", "fig2a.optimal", "fig3_right.rise"):
+        assert "train.finite" in table.loc[claim, "gated_by"], claim
+    assert table.loc["fig2b.copy", "gated_by"] == ""  # not a test loss

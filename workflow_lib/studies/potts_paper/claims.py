@@ -96,7 +96,8 @@ EXACT_MAP = c.Criterion(
     "float64 rounding of sums of L terms of order one is about 1e-13; a wrong map is off by "
     "order one")
 DATA_GATES = ("data.hamming",)  # every claim on the sampled data: data at their protocol
-LOSS_GATES = (*DATA_GATES, "data.held_out")  # claims on test losses: held out too (a
+FINITE = "train.finite"
+LOSS_GATES = (*DATA_GATES, "data.held_out", FINITE)  # claims on test losses: held out too (a
 # realisation that fails it is left out of them: ``_leaving_out``)
 
 
@@ -243,6 +244,24 @@ def convergence_checks(final: pd.DataFrame) -> list[dict]:
                 "", c.every(runs["converged"].astype(bool)),
                 f"every realisation: {how}; measured: the fraction converged", c.CHECK))
     return rows
+
+
+def finite_checks(final: pd.DataFrame, curve: pd.DataFrame, data: pd.DataFrame) -> list[dict]:
+    """A check that every held-out test loss the claims read is a number in every realisation
+    with held-out sequences (the trained models' and the sample-complexity fits'): a run that
+    diverged would otherwise drop out of the paired claims on test losses, which it gates."""
+    held = data.loc[data["n_test"] * (1 - data["test_in_train"]) > 0, "realisation"]
+    frames = [final[["realisation", column]].rename(columns={column: "loss"})
+              for column in ("test_loss_heldout", "adam_test_loss_heldout") if column in final]
+    frames.append(curve[["realisation", "test_loss_heldout"]].rename(
+        columns={"test_loss_heldout": "loss"}))
+    losses = pd.concat(frames, ignore_index=True)
+    ok = np.isfinite(losses["loss"].to_numpy(float)) | ~losses["realisation"].isin(held)
+    passes = ok.groupby(losses["realisation"]).all()
+    return [_row(FINITE, "Fig. 2a", "Every held-out test loss is a number: no run diverged", "",
+                 c.every(passes.to_numpy()), "every realisation with held-out sequences: "
+                 "every model's and every sample-complexity fit's held-out test loss finite; "
+                 "measured: the fraction of realisations", c.CHECK)]
 
 
 def training_claims(final: pd.DataFrame, history: pd.DataFrame, plm: pd.DataFrame,
@@ -596,7 +615,7 @@ def _claim_rows(tables: dict[str, pd.DataFrame]) -> list[dict]:
     final, plm, curve = tables["training_final"], tables["plm"], tables["sample_complexity"]
     maps = tables.get("attention_maps", pd.DataFrame(columns=["realisation", "arch"]))
     return [*training_claims(final, tables["training_history"], plm, tables["data"], maps),
-            *convergence_checks(final),
+            *convergence_checks(final), *finite_checks(final, curve, tables["data"]),
             *interpolation_claims(final), *identity_claims(final, plm),
             *replica_claims(tables["replica"]),
             *sample_complexity_claims(curve, tables["sample_complexity_threshold"]),
