@@ -187,6 +187,7 @@ def _verdicts(tables) -> dict[str, str]:
 
 
 POTTS_ROWS = ("fig2a.optimal", "polish.optimal", "fit.floor", "fig2b.copy",
+              "fig2b.copy_as_allowed",
               "fig2c.reconstruction", "polish.reconstruction", "fig2a.vanilla1_short",
               "fig2b.partial_vanilla1", "fig2b.partial_vanilla3", "fig2a.faster_vanilla1",
               "fig2a.faster_vanilla3", "fig2a.order_3_layers", "fig2a.order_1_layer",
@@ -287,6 +288,12 @@ def test_a_copy_bar_the_data_cannot_reach_leaves_the_copy_claim_not_resolved():
     table = potts_claims(tables).set_index("id")
     assert table.loc["data.copy_allowed", "verdict"] == c.FAILS
     assert table.loc["fig2b.copy", "gated_by"] == "data.copy_allowed"
+    # the copy the data allow: the MLM map within COPY_SLACK of the truth-started fit's r
+    tables = _potts_tables([0.001, 0.002, 0.0015])
+    assert _verdicts(tables)["fig2b.copy_as_allowed"] == c.HOLDS
+    final = tables["training_final"]
+    final.loc[final["arch"] == "factored", "adam_pearson_r"] = [0.7, 0.72, 0.71]
+    assert _verdicts(tables)["fig2b.copy_as_allowed"] == c.FAILS
 
 
 def test_the_peak_is_tested_at_the_capacity_edge_and_the_window_is_its_sensitivity():
