@@ -20,7 +20,7 @@ import pandas as pd
 
 from workflow_lib.claims import calibration
 from workflow_lib.claims.calibration import power_markdown
-from workflow_lib.claims.statistics import CHECK, CLAIM, COLUMNS, counted
+from workflow_lib.claims.statistics import ALPHA, CHECK, CLAIM, COLUMNS, EXACT_FROM, counted
 from workflow_lib.claims.study import STARTED, claims_table
 from workflow_lib.core.artefacts import write_csv
 from workflow_lib.core.code_digest import module_digest
@@ -66,8 +66,10 @@ VERDICT_RULE = ("Each row's test was fixed before the data were seen and fits th
                 "logic: paired one-sided t over its units with the exact signed-rank p beside it, "
                 "two one-sided tests for an equivalence, Fisher z for a correlation, McNemar for "
                 "paired episodes, an intersection-union test for a conjunction, every unit for a "
-                "protocol check; a claim holds when its one-sided p is below 0.05, does not hold "
-                "when the opposite side's is; see [pipeline.md](../pipeline.md#claims-tables).")
+                f"protocol check; a claim holds when its one-sided p is below {ALPHA:g} (from "
+                f"{EXACT_FROM} units on its exact p too; with fewer, no exact p can be that "
+                "small and the t-test alone decides), does not hold when the opposite side's is; "
+                "see [pipeline.md](../pipeline.md#claims-tables).")
 
 
 HEADER = ["claim", "figure", "the paper says", "paper's number", "measured", "test", "p",
