@@ -205,17 +205,17 @@ def _symmetric(m: np.ndarray) -> np.ndarray:
 
 def map_correlations(maps: pd.DataFrame, arch: str) -> pd.Series:
     """Per realisation of the ``attention_maps`` table, the Pearson r between ``arch``'s map
-    and |J| over the pairs i < j, the map symmetrised ((M + M^T) / 2) and taken as |A| where it
-    is signed (factored attention): a map that says how much position j informs the prediction
-    at i, against |J_ij|, which the data fix (they fix J only up to the sign symmetry (J, U) ->
-    (-J, -U) of the Hamiltonian)."""
+    and |J| over the pairs i < j, the map's magnitude |M| (factored attention's is signed, a
+    softmax map non-negative already) symmetrised ((|M| + |M|^T) / 2): a map that says how much
+    position j informs the prediction at i, against |J_ij|, which the data fix (they fix J only
+    up to the sign symmetry (J, U) -> (-J, -U) of the Hamiltonian)."""
     out = {}
     for r, g in maps[maps["arch"] == arch].groupby("realisation"):
         L = int(max(g["i"].max(), g["j"].max())) + 1
         m, J = np.zeros((L, L)), np.zeros((L, L))
         m[g["i"], g["j"]], J[g["i"], g["j"]] = g["value"], g["J"]
         upper = np.triu_indices(L, 1)
-        a = _symmetric(np.abs(m) if (m < 0).any() else m)[upper]
+        a = _symmetric(np.abs(m))[upper]
         out[r] = float(np.corrcoef(a, np.abs(_symmetric(J))[upper])[0, 1])
     return pd.Series(out, dtype=float)
 
