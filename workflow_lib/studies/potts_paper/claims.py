@@ -111,17 +111,17 @@ def _by_realisation(final: pd.DataFrame, arch: str, column: str) -> pd.Series:
     return rows.set_index("realisation")[column]
 
 
-def _paired(a: pd.Series, b: pd.Series) -> pd.Series:
-    """``a - b`` over the realisations both have."""
-    both = pd.concat([a, b], axis=1, join="inner").dropna()
-    return both.iloc[:, 0] - both.iloc[:, 1]
-
-
 def _aligned(a: pd.Series, b: pd.Series) -> tuple[pd.Series, pd.Series]:
     """``a`` and ``b`` over the realisations where both are finite, in one order (the units of a
     paired test)."""
     both = pd.concat([a, b], axis=1, join="inner").replace([np.inf, -np.inf], np.nan).dropna()
     return both.iloc[:, 0], both.iloc[:, 1]
+
+
+def _paired(a: pd.Series, b: pd.Series) -> pd.Series:
+    """``a - b`` over the realisations where both are finite (``_aligned``)."""
+    a, b = _aligned(a, b)
+    return a - b
 
 
 def _unresolved_if(test: c.Test, doubt: bool) -> c.Test:
@@ -376,9 +376,9 @@ def training_claims(final: pd.DataFrame, history: pd.DataFrame, plm: pd.DataFram
                            bool(fast["censored"].any())),
             f"paired supervised (sequence, site) pairs trained on until the held-out test loss "
             f"first reaches {arch}'s own final held-out loss: {arch} - factored > 0 (a run that "
-            f"never reaches it counts its last evaluation, a bound that understates {arch}'s "
-            f"time and overstates factored attention's gap, so a censored factored run leaves "
-            f"the row not resolved; {censored})",
+            f"never reaches it counts its last evaluation, a bound that understates its time: a "
+            f"censored factored run overstates the gap and leaves the row not resolved; "
+            f"{censored})",
             gates=(*LOSS_GATES, _converged(arch))))
     loss = {a: mlm_loss(final, a) for a in ("factored", "vanilla1", "vanilla3")}
     for worse, better, id in (("vanilla3", "factored", "fig2a.order_3_layers"),
