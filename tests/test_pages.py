@@ -59,6 +59,46 @@ def _claims_command(*args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=300)
 
 
+def test_two_snapshots_side_by_side_name_each_verdict_and_each_change(tmp_path):
+    """``claims NEW --against OLD`` prints every row of both tables with the verdict each table
+    gives it, marks a row changed exactly when the two verdicts differ (or one table lacks it),
+    writes nothing, and names the fix when the folders share no study."""
+    from workflow_lib.pages.verdicts import read_claims
+
+    old, new = ROOT / "docs" / "results" / "quick", ROOT / "docs" / "results" / "quick_identity"
+    before = {p: p.read_bytes() for p in new.glob("*-claims.csv")}
+    run = _claims_command(str(new), "--against", str(old))
+    assert run.returncode == 0, run.stderr
+    assert {p: p.read_bytes() for p in new.glob("*-claims.csv")} == before
+    a = read_claims(old / "potts_paper-claims.csv").set_index("id")
+    b = read_claims(new / "potts_paper-claims.csv").set_index("id")
+    rows = {line.split(" | ")[0][3:-1]: line.split(" | ")
+            for line in run.stdout.splitlines() if line.startswith("| `")}
+    assert set(rows) >= set(a.index) | set(b.index)
+    for i in set(a.index) & set(b.index):
+        cells = rows[i]
+        assert f"**{a.loc[i, 'verdict']}**" in cells[2] and f"**{b.loc[i, 'verdict']}**" in cells[3]
+        assert cells[4].rstrip(" |") == ("same" if a.loc[i, "verdict"] == b.loc[i, "verdict"]
+                                         else "changed"), i
+    assert any(r[4].startswith("changed") for r in rows.values())
+    assert any(r[4].startswith("same") for r in rows.values())
+    gated = b[b["gated_by"].notna()].index
+    assert all("gated by" in rows[i][3] for i in gated)
+
+    shutil.copytree(new, tmp_path / "new")
+    dropped = read_claims(new / "potts_paper-claims.csv").iloc[1:]
+    dropped.to_csv(tmp_path / "new" / "potts_paper-claims.csv", index=False)
+    run = _claims_command(str(tmp_path / "new"), "--against", str(old))
+    first = next(line for line in run.stdout.splitlines()
+                 if line.startswith(f"| `{b.index[0]}` |"))
+    assert first.split(" | ")[3] == "—" and first.endswith("| changed |")
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    run = _claims_command(str(new), "--against", str(empty))
+    assert run.returncode == 2 and "share no study's claims table" in run.stderr
+
+
 def test_a_snapshot_recomputes_its_claims_and_a_doctored_table_turns_a_verdict(tiny_run,
                                                                               tmp_path):
     docs = tmp_path / "docs"

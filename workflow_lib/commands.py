@@ -46,6 +46,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     cl.add_argument("--check", action="store_true",
                     help="write nothing; exit 1 unless each recomputed table is identical (text "
                     "exactly, numbers to workflow_lib.claims.statistics.DIGITS significant digits)")
+    cl.add_argument("--against", metavar="SNAPSHOT",
+                    help="write nothing; print each study's claims beside those of SNAPSHOT (an "
+                    "earlier run), one Markdown table per study, and which verdicts changed")
     omni = sub.add_parser("omniglot", help="run the Omniglot study without Snakemake")
     omni.add_argument("outdir")
     omni.add_argument("--configfile", action="append", default=[],
@@ -63,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     elif args.command == "docs":
         _write_docs(args)
     elif args.command == "claims":
-        return _recompute_claims(args)
+        return _compare_claims(args) if args.against else _recompute_claims(args)
     elif args.command == "check-config":
         return _check_config(args.files)
     elif args.command == "rules":
@@ -167,6 +170,29 @@ def _recompute_claims(args: argparse.Namespace) -> int:
         state = "identical" if same else "differs" if args.check else "rewritten"
         print(f"{committed}: {state} (numbers to {DIGITS} significant digits)")
     return 1 if args.check and differ else 0
+
+
+def _compare_claims(args: argparse.Namespace) -> int:
+    """Print the claims tables of ``args.snapshot`` beside ``args.against``'s, per study both
+    hold (``workflow_lib.pages.verdicts.verdict_changes``); 2 when they share no study."""
+    from pathlib import Path
+
+    from workflow_lib.core.studies import studies
+    from workflow_lib.pages.verdicts import read_claims, verdict_changes
+
+    after, before = Path(args.snapshot), Path(args.against)
+    shared = [s.name for s in studies() if (after / f"{s.name}-claims.csv").exists()
+              and (before / f"{s.name}-claims.csv").exists()]
+    if not shared:
+        print(f"error: {after} and {before} share no study's claims table "
+              "(<study>-claims.csv); name two snapshot folders, e.g. docs/results/quick",
+              file=sys.stderr)
+        return 2
+    for name in shared:
+        print(f"## {name}: {before} (before) against {after} (after)\n")
+        print(verdict_changes(read_claims(before / f"{name}-claims.csv"),
+                              read_claims(after / f"{name}-claims.csv")) + "\n")
+    return 0
 
 
 def _run_omniglot(args: argparse.Namespace) -> None:

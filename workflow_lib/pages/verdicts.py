@@ -1,6 +1,7 @@
 """Claims tables in words, for the results pages, the README and the report's front page: the
 verdict counts, what a verdict is, why claims are not resolved (the checks that gate them) and
-the verdicts of the committed runs of the quick preset under each reading of the Potts paper.
+the verdicts of the committed runs of the quick preset under each reading of the Potts paper,
+and two tables of one study side by side (``verdict_changes``).
 
 Every number is read from a claims table (``claims.COLUMNS``); the words of a verdict follow
 ``workflow_lib.claims.statistics``.
@@ -103,6 +104,36 @@ def why_not_resolved(claims: pd.DataFrame, ids: bool = False,
         parts.append(f"{code(check)}{said} gates {len(claim_ids)}{listed}")
     return (f"{n} of the {c.counted(len(claim_rows), c.CLAIM)} {'is' if n == 1 else 'are'} "
             f"{c.NOT_RESOLVED} because a check they rest on does not hold: " + "; ".join(parts))
+
+
+def _reading_of(row: pd.Series | None) -> str:
+    """One row's measured value, its units, p, verdict and the checks that gate it
+    (``gated_by``), as one Markdown cell; a dash for ``None`` (no such row)."""
+    if row is None:
+        return "—"
+    error = "" if pd.isna(row["error"]) or row["error"] == 0 else f" ± {row['error']:.2g}"
+    measured = "" if pd.isna(row["measured"]) else f"{row['measured']:.4g}{error}, "
+    p = "" if pd.isna(row["p"]) else f", p {row['p']:.3g}"
+    gates = check_ids(row.get("gated_by"))
+    gated = f" (gated by {', '.join(map(_markdown_code, gates))})" if gates else ""
+    return (f"{measured}n = {c.counted(int(row['n']), row['unit'])}{p}: "
+            f"**{row['verdict']}**{gated}")
+
+
+def verdict_changes(before: pd.DataFrame, after: pd.DataFrame) -> str:
+    """Two claims tables of one study side by side, one Markdown table: per id (``after``'s
+    order, then the ids only ``before`` has) its measured value, units, p and verdict in each,
+    and whether the verdict changed (an id in one table only counts as a change)."""
+    old, new = before.set_index("id"), after.set_index("id")
+    ids = [*new.index, *(i for i in old.index if i not in new.index)]
+    lines = ["| id | kind | before | after | verdict |", "|---|---|---|---|---|"]
+    for i in ids:
+        o, n = (old.loc[i] if i in old.index else None), (new.loc[i] if i in new.index else None)
+        kind = (n if n is not None else o)["kind"]
+        same = o is not None and n is not None and o["verdict"] == n["verdict"]
+        lines.append(f"| `{i}` | {kind} | {_reading_of(o)} | {_reading_of(n)} | "
+                     f"{'same' if same else 'changed'} |")
+    return "\n".join(lines)
 
 
 def run_snapshot(root: Path, configs: list[str], study: str = DEFAULT_STUDY) -> Path | None:
