@@ -445,7 +445,58 @@ def test_theory_residuals_of_opposite_sign_do_not_cancel():
     replica.loc[sims, "eps"] = theory * (1 + 0.1 * side)
     replica.loc[sims, "z"] = (replica.loc[sims, "eps"] - theory) / replica.loc[sims, "sem"]
     row = potts_claims(tables).set_index("id").loc["fig3_left.theory"]
-    assert row["verdict"] == c.FAILS and row["measured"] == pytest.approx(0.1)
+    assert row["verdict"] == c.FAILS and abs(row["measured"]) == pytest.approx(0.1)
+
+
+def _theory_row(deviation: np.ndarray, rel_sem: np.ndarray) -> pd.Series:
+    """The ``fig3_left.theory`` row of simulations at relative ``deviation`` from the theory,
+    each with relative s.e.m. ``rel_sem``, over 30 simulation realisations."""
+    tables = _potts_tables([0.001, 0.002, 0.0015])
+    replica = tables["replica"]
+    sims = replica["source"] == "simulation"
+    theory = replica.loc[sims, "eps"].to_numpy()
+    replica.loc[sims, "eps"] = theory * (1 + deviation)
+    replica.loc[sims, "sem"] = theory * rel_sem
+    replica.loc[sims, "z"] = theory * deviation / (theory * rel_sem)
+    return potts_claims(tables).set_index("id").loc["fig3_left.theory"]
+
+
+def test_the_theory_matches_the_simulations_at_every_point_not_on_average():
+    """15 simulated points: exact to 0.1 % but one 10 % off with a small error bar, whose mean
+    absolute deviation (0.0076) is far inside the margin: the theory does not match that point,
+    so it does not match the simulations exactly. Every point within 0.5 % and precise: holds.
+    One point 3 % off whose error bar (3 %) cannot tell it from 5 % off: not resolved, and the
+    row names that point's deviation."""
+    k = 15
+    small = np.full(k, 1e-3)
+    off = np.full(k, 1e-3)
+    off[4] = 0.1
+    assert np.abs(off).mean() < 0.05
+    row = _theory_row(off, small)
+    assert row["verdict"] == c.FAILS and row["n"] == k
+    row = _theory_row(np.tile([5e-3, -5e-3, 0.0], 5), small)
+    assert row["verdict"] == c.HOLDS and row["p"] < c.ALPHA
+    noisy = small.copy()
+    noisy[7], off[4], off[7] = 0.03, 1e-3, 0.03
+    row = _theory_row(off, noisy)
+    assert row["verdict"] == c.NOT_RESOLVED and row["measured"] == pytest.approx(0.03)
+
+
+def test_every_within_is_two_one_sided_t_tests_per_unit():
+    """One unit: holds exactly when both one-sided t-tests of the TOST reject at ALPHA, i.e.
+    when the deviation's (1 - 2 ALPHA) interval lies inside the margin; the row's p is the
+    larger of the two tails, from Student's t with n - 1 degrees of freedom."""
+    from scipy import stats
+
+    q = stats.t.ppf(1 - c.ALPHA, 29)
+    for d, sem in ((0.02, 0.01), (0.05 - q * 0.01 + 1e-6, 0.01), (0.05 - q * 0.01 - 1e-6, 0.01)):
+        test = c.every_within([d], [sem], [30], 0.05)
+        assert test.p == pytest.approx(stats.t.sf((0.05 - d) / sem, 29), rel=1e-9)
+        assert (test.verdict == c.HOLDS) == (d + q * sem < 0.05)
+    assert c.every_within([0.09], [0.01], [30], 0.05).verdict == c.FAILS
+    assert c.every_within([-0.09], [0.01], [30], 0.05).verdict == c.FAILS
+    assert c.every_within([0.0], [0.0], [30], 0.05).verdict == c.HOLDS
+    assert c.every_within([np.nan], [0.01], [30], 0.05).verdict == c.NOT_RESOLVED
 
 
 def test_the_theory_curves_steps_print_their_extremes():

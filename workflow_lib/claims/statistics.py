@@ -221,6 +221,33 @@ def equivalent(values: Values, delta: float) -> Test:
     return Test("TOST", float(x.mean()), sem, n, statistic, p, math.nan, verdict)
 
 
+def every_within(deviations: Values, sems: Values, counts: Values, margin: float) -> Test:
+    """Per unit a mean deviation with its s.e.m. and the number of draws it averages (e.g. a
+    simulated point's relative distance from a theory, over its simulation realisations): two
+    one-sided t-tests (df = count - 1) of "its true deviation lies within ±``margin``", joined by
+    the intersection-union test. Holds when every unit's holds, does not hold when some unit lies
+    significantly beyond ±margin, not resolved otherwise; value, error and statistic are the
+    binding unit's (the largest p), n the number of units."""
+    d, s, k = (np.asarray(v, float) for v in (deviations, sems, counts))
+    ok = np.isfinite(d) & np.isfinite(s) & (k >= 2)
+    d, s, k = d[ok], s[ok], k[ok]
+    if not len(d):
+        return Test("intersection-union of TOST per unit", math.nan, math.nan, 0, math.nan,
+                    math.nan, math.nan, NOT_RESOLVED)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inside = np.minimum(d + margin, margin - d) / s  # t of the nearer bound, inward
+        beyond = (np.abs(d) - margin) / s                # t of the farther side, outward
+    inside = np.where(s > 0, inside, np.where(np.abs(d) < margin, math.inf, -math.inf))
+    beyond = np.where(s > 0, beyond, np.where(np.abs(d) > margin, math.inf, -math.inf))
+    p = special.stdtr(k - 1, -inside)            # p of "within the margin", per unit
+    p_beyond = special.stdtr(k - 1, -beyond)     # p of "beyond it", per unit
+    verdict = (FAILS if (p_beyond < ALPHA).any() else HOLDS if (p < ALPHA).all()
+               else NOT_RESOLVED)
+    b = int(np.argmax(p))
+    return Test("intersection-union of TOST per unit", float(d[b]), float(s[b]), len(d),
+                float(inside[b]), float(p[b]), math.nan, verdict)
+
+
 def _fisher(r: Values) -> np.ndarray:
     return np.arctanh(np.clip(_finite(r), -1 + 1e-12, 1 - 1e-12))
 
