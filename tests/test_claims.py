@@ -497,6 +497,20 @@ def test_every_within_is_two_one_sided_t_tests_per_unit():
     assert c.every_within([-0.09], [0.01], [30], 0.05).verdict == c.FAILS
     assert c.every_within([0.0], [0.0], [30], 0.05).verdict == c.HOLDS
     assert c.every_within([np.nan], [0.01], [30], 0.05).verdict == c.NOT_RESOLVED
+    untested = c.every_within([0.0, 0.3], [0.001, np.nan], [30, 30], 0.05)
+    assert untested.verdict == c.NOT_RESOLVED and untested.n == 2  # a point not tested counts
+
+
+def test_every_within_fails_only_past_the_points_bonferroni_level():
+    """k points each a little beyond the margin: one alone (k = 1) is significantly beyond it
+    at ALPHA; among 20 points the same point is not beyond it at ALPHA / 20, so the claim is
+    not resolved rather than failed by one of many tests at the margin."""
+    from scipy import stats
+
+    d = 0.05 + stats.t.ppf(1 - c.ALPHA / 2, 29) * 0.01  # beyond at ALPHA, not at ALPHA / 20
+    assert c.every_within([d], [0.01], [30], 0.05).verdict == c.FAILS
+    many = c.every_within([d, *np.zeros(19)], [0.01, *np.full(19, 1e-4)], np.full(20, 30), 0.05)
+    assert many.verdict == c.NOT_RESOLVED
 
 
 def test_the_theory_curves_steps_print_their_extremes():

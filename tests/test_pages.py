@@ -78,8 +78,8 @@ def test_two_snapshots_side_by_side_name_each_verdict_and_each_change(tmp_path):
     for i in set(a.index) & set(b.index):
         cells = rows[i]
         assert f"**{a.loc[i, 'verdict']}**" in cells[2] and f"**{b.loc[i, 'verdict']}**" in cells[3]
-        assert cells[4].rstrip(" |") == ("same" if a.loc[i, "verdict"] == b.loc[i, "verdict"]
-                                         else "changed"), i
+        assert cells[4].rstrip(" |").split(";")[0] == (
+            "same" if a.loc[i, "verdict"] == b.loc[i, "verdict"] else "changed"), i
     assert any(r[4].startswith("changed") for r in rows.values())
     assert any(r[4].startswith("same") for r in rows.values())
     gated = b[b["gated_by"].notna()].index
@@ -92,6 +92,15 @@ def test_two_snapshots_side_by_side_name_each_verdict_and_each_change(tmp_path):
     first = next(line for line in run.stdout.splitlines()
                  if line.startswith(f"| `{b.index[0]}` |"))
     assert first.split(" | ")[3] == "—" and first.endswith("| changed |")
+
+    from workflow_lib.pages.verdicts import verdict_changes
+
+    retested = read_claims(new / "potts_paper-claims.csv")
+    retested.loc[0, "test"] = "another test"
+    line = verdict_changes(read_claims(new / "potts_paper-claims.csv"), retested).splitlines()[2]
+    assert line.endswith("| same; test changed |"), line
+    with pytest.raises(ValueError, match="repeats the ids"):
+        verdict_changes(pd.concat([retested, retested.iloc[:1]]), retested)
 
     empty = tmp_path / "empty"
     empty.mkdir()

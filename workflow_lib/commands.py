@@ -43,10 +43,11 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     cl = sub.add_parser("claims", help="recompute every claims table of a results snapshot from "
                         "the tables beside it")
     cl.add_argument("snapshot", help="a snapshot folder, e.g. docs/results/quick")
-    cl.add_argument("--check", action="store_true",
+    how = cl.add_mutually_exclusive_group()
+    how.add_argument("--check", action="store_true",
                     help="write nothing; exit 1 unless each recomputed table is identical (text "
                     "exactly, numbers to workflow_lib.claims.statistics.DIGITS significant digits)")
-    cl.add_argument("--against", metavar="SNAPSHOT",
+    how.add_argument("--against", metavar="SNAPSHOT",
                     help="write nothing; print each study's claims beside those of SNAPSHOT (an "
                     "earlier run), one Markdown table per study, and which verdicts changed")
     omni = sub.add_parser("omniglot", help="run the Omniglot study without Snakemake")
@@ -190,8 +191,16 @@ def _compare_claims(args: argparse.Namespace) -> int:
         return 2
     for name in shared:
         print(f"## {name}: {before} (before) against {after} (after)\n")
-        print(verdict_changes(read_claims(before / f"{name}-claims.csv"),
-                              read_claims(after / f"{name}-claims.csv")) + "\n")
+        try:
+            print(verdict_changes(read_claims(before / f"{name}-claims.csv"),
+                                  read_claims(after / f"{name}-claims.csv")) + "\n")
+        except ValueError as exc:
+            print(f"error: {name}: {exc}", file=sys.stderr)
+            return 2
+    alone = [f"{s.name} ({folder})" for s in studies() for folder in (after, before)
+             if s.name not in shared and (folder / f"{s.name}-claims.csv").exists()]
+    if alone:
+        print(f"Left out, in one snapshot only: {', '.join(alone)}.")
     return 0
 
 

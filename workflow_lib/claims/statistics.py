@@ -225,14 +225,18 @@ def every_within(deviations: Values, sems: Values, counts: Values, margin: float
     """Per unit a mean deviation with its s.e.m. and the number of draws it averages (e.g. a
     simulated point's relative distance from a theory, over its simulation realisations): two
     one-sided t-tests (df = count - 1) of "its true deviation lies within ±``margin``", joined by
-    the intersection-union test. Holds when every unit's holds, does not hold when some unit lies
-    significantly beyond ±margin, not resolved otherwise; value, error and statistic are the
-    binding unit's (the largest p), n the number of units."""
-    d, s, k = (np.asarray(v, float) for v in (deviations, sems, counts))
-    ok = np.isfinite(d) & np.isfinite(s) & (k >= 2)
+    the intersection-union test. Holds when every unit's holds; does not hold when some unit lies
+    significantly beyond ±margin, at ALPHA / k for k units (Bonferroni: without it, k units all
+    at the margin would fail the claim with probability 1 - 0.95^k); not resolved otherwise, and
+    at most not resolved when a unit cannot be tested (a deviation or s.e.m. not a number, or
+    fewer than two draws). Value, error and statistic are the binding unit's (the largest p);
+    n counts every unit."""
+    d, s, k = (np.asarray(v, float).ravel() for v in (deviations, sems, counts))
+    ok = np.isfinite(d) & np.isfinite(s) & (s >= 0) & (k >= 2)
+    units = len(d)
     d, s, k = d[ok], s[ok], k[ok]
     if not len(d):
-        return Test("intersection-union of TOST per unit", math.nan, math.nan, 0, math.nan,
+        return Test("intersection-union of TOST per unit", math.nan, math.nan, units, math.nan,
                     math.nan, math.nan, NOT_RESOLVED)
     with np.errstate(divide="ignore", invalid="ignore"):
         inside = np.minimum(d + margin, margin - d) / s  # t of the nearer bound, inward
@@ -241,10 +245,10 @@ def every_within(deviations: Values, sems: Values, counts: Values, margin: float
     beyond = np.where(s > 0, beyond, np.where(np.abs(d) > margin, math.inf, -math.inf))
     p = special.stdtr(k - 1, -inside)            # p of "within the margin", per unit
     p_beyond = special.stdtr(k - 1, -beyond)     # p of "beyond it", per unit
-    verdict = (FAILS if (p_beyond < ALPHA).any() else HOLDS if (p < ALPHA).all()
-               else NOT_RESOLVED)
+    verdict = (FAILS if (p_beyond < ALPHA / units).any()
+               else HOLDS if (p < ALPHA).all() and ok.all() else NOT_RESOLVED)
     b = int(np.argmax(p))
-    return Test("intersection-union of TOST per unit", float(d[b]), float(s[b]), len(d),
+    return Test("intersection-union of TOST per unit", float(d[b]), float(s[b]), units,
                 float(inside[b]), float(p[b]), math.nan, verdict)
 
 

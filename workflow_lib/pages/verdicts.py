@@ -111,28 +111,45 @@ def _reading_of(row: pd.Series | None) -> str:
     (``gated_by``), as one Markdown cell; a dash for ``None`` (no such row)."""
     if row is None:
         return "—"
-    error = "" if pd.isna(row["error"]) or row["error"] == 0 else f" ± {row['error']:.2g}"
-    measured = "" if pd.isna(row["measured"]) else f"{row['measured']:.4g}{error}, "
-    p = "" if pd.isna(row["p"]) else f", p {row['p']:.3g}"
+    error = "" if pd.isna(row.get("error")) or row["error"] == 0 else f" ± {row['error']:.2g}"
+    measured = "" if pd.isna(row.get("measured")) else f"{row['measured']:.4g}{error}, "
+    n, unit = row.get("n"), row.get("unit")
+    units = ("" if pd.isna(n) else
+             f"n = {c.counted(int(n), unit) if isinstance(unit, str) else int(n)}")
+    p = "" if pd.isna(row.get("p")) else f", p {row['p']:.3g}"
     gates = check_ids(row.get("gated_by"))
     gated = f" (gated by {', '.join(map(_markdown_code, gates))})" if gates else ""
-    return (f"{measured}n = {c.counted(int(row['n']), row['unit'])}{p}: "
-            f"**{row['verdict']}**{gated}")
+    return f"{measured}{units}{p}: **{row.get('verdict')}**{gated}"
+
+
+COMPARED = ("test", "criterion", "gated_by")
+"""What a row's verdict rests on besides its number: a change to one is named beside the
+verdict's, so that a verdict kept under a new test is not read as the same result."""
 
 
 def verdict_changes(before: pd.DataFrame, after: pd.DataFrame) -> str:
     """Two claims tables of one study side by side, one Markdown table: per id (``after``'s
     order, then the ids only ``before`` has) its measured value, units, p and verdict in each,
-    and whether the verdict changed (an id in one table only counts as a change)."""
+    whether the verdict changed (an id in one table only counts as a change) and which of
+    ``COMPARED`` changed. Raises ValueError for a table that repeats an id."""
+    for name, table in (("before", before), ("after", after)):
+        repeated = table["id"][table["id"].duplicated()].unique()
+        if len(repeated):
+            raise ValueError(f"the {name} claims table repeats the ids "
+                             f"{', '.join(map(str, repeated))}; each row needs its own")
     old, new = before.set_index("id"), after.set_index("id")
     ids = [*new.index, *(i for i in old.index if i not in new.index)]
     lines = ["| id | kind | before | after | verdict |", "|---|---|---|---|---|"]
     for i in ids:
         o, n = (old.loc[i] if i in old.index else None), (new.loc[i] if i in new.index else None)
-        kind = (n if n is not None else o)["kind"]
-        same = o is not None and n is not None and o["verdict"] == n["verdict"]
-        lines.append(f"| `{i}` | {kind} | {_reading_of(o)} | {_reading_of(n)} | "
-                     f"{'same' if same else 'changed'} |")
+        kind = (n if n is not None else o).get("kind", "")
+        if o is None or n is None:
+            change = "changed"
+        else:
+            moved = [k for k in COMPARED if str(o.get(k)) != str(n.get(k))]
+            change = ("same" if str(o.get("verdict")) == str(n.get("verdict")) else "changed") \
+                + (f"; {' and '.join(moved)} changed" if moved else "")
+        lines.append(f"| `{i}` | {kind} | {_reading_of(o)} | {_reading_of(n)} | {change} |")
     return "\n".join(lines)
 
 
