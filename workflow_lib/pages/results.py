@@ -35,7 +35,13 @@ from workflow_lib.pages.presets import preset_configs, with_preset_tables
 from workflow_lib.pages.reference import configuration_page
 from workflow_lib.pages.run_costs import run_command, with_run_costs
 from workflow_lib.pages.stage_tables import SNAKEFILE, with_stage_tables
-from workflow_lib.pages.verdicts import default_runs, read_claims, verdict_counts, verdict_meaning
+from workflow_lib.pages.verdicts import (
+    default_runs,
+    error_text,
+    read_claims,
+    verdict_counts,
+    verdict_meaning,
+)
 from workflow_lib.runtime import job_cpu
 
 
@@ -54,7 +60,7 @@ def _p(row: pd.Series) -> str:
 def claim_cells(row: pd.Series) -> list[str]:
     """The cells of one row for a page: id, figure, statement, paper, measured +- error
     (n units), test (statistic), p (exact p), criterion, verdict."""
-    error = "" if pd.isna(row["error"]) or row["error"] == 0 else f" ± {row['error']:.2g}"
+    error = error_text(row)
     paper = "" if pd.isna(row["paper"]) else str(row["paper"])
     statistic = "" if pd.isna(row["statistic"]) else f" = {row['statistic']:.3g}"
     return [str(row["id"]), str(row["figure"]), str(row["statement"]), paper,

@@ -106,13 +106,19 @@ def why_not_resolved(claims: pd.DataFrame, ids: bool = False,
             f"{c.NOT_RESOLVED} because a check they rest on does not hold: " + "; ".join(parts))
 
 
+def error_text(row: pd.Series) -> str:
+    """A claims row's error as printed after its measured value, `` ± 0.031``; empty for a row
+    without one (none, or 0)."""
+    error = row.get("error")
+    return "" if pd.isna(error) or error == 0 else f" ± {error:.2g}"
+
+
 def _reading_of(row: pd.Series | None) -> str:
     """One row's measured value, its units, p, verdict and the checks that gate it
     (``gated_by``), as one Markdown cell; a dash for ``None`` (no such row)."""
     if row is None:
         return "—"
-    error = "" if pd.isna(row.get("error")) or row["error"] == 0 else f" ± {row['error']:.2g}"
-    measured = "" if pd.isna(row.get("measured")) else f"{row['measured']:.4g}{error}, "
+    measured = "" if pd.isna(row.get("measured")) else f"{row['measured']:.4g}{error_text(row)}, "
     n, unit = row.get("n"), row.get("unit")
     units = ("" if pd.isna(n) else
              f"n = {c.counted(int(n), unit) if isinstance(unit, str) else int(n)}")
@@ -143,12 +149,12 @@ def verdict_changes(before: pd.DataFrame, after: pd.DataFrame) -> str:
     for i in ids:
         o, n = (old.loc[i] if i in old.index else None), (new.loc[i] if i in new.index else None)
         kind = (n if n is not None else o).get("kind", "")
-        if o is None or n is None:
-            change = "changed"
-        else:
+        change = "changed"
+        if o is not None and n is not None:
             moved = [k for k in COMPARED if str(o.get(k)) != str(n.get(k))]
-            change = ("same" if str(o.get("verdict")) == str(n.get("verdict")) else "changed") \
-                + (f"; {' and '.join(moved)} changed" if moved else "")
+            if str(o.get("verdict")) == str(n.get("verdict")):
+                change = "same"
+            change += f"; {' and '.join(moved)} changed" if moved else ""
         lines.append(f"| `{i}` | {kind} | {_reading_of(o)} | {_reading_of(n)} | {change} |")
     return "\n".join(lines)
 

@@ -455,10 +455,10 @@ def replica_claims(replica: pd.DataFrame) -> list[dict]:
     smallest lambda, the one the simulations match) rises from alpha = 0 with no initial decay,
     peaks at alpha = 1 and falls monotonically beyond; its 1 / alpha tail (a check: the solver
     against the closed form)."""
-    sims = replica[replica["source"] == "simulation"].dropna(subset=["z"])
+    every = replica[replica["source"] == "simulation"]  # the theory row drops no point
+    sims = every.dropna(subset=["z"])
     if not len(sims):
         return []
-    every = replica[replica["source"] == "simulation"]  # a point without its z is not dropped
     theory_at = every["eps"] - every["z"] * every["sem"]
     rows = [_row("fig3_left.theory", "Fig. 3 left", "The replica theory matches the simulations "
                  "exactly", "", c.every_within((every["eps"] - theory_at) / theory_at,
